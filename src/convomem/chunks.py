@@ -1,0 +1,244 @@
+"""Atomic units of a conversation: tool exchanges kept whole, and pins.
+
+A chunk is the smallest thing a window or strategy may keep or drop. An assistant
+message that calls tools and every result answering those calls form one chunk,
+whatever order parallel results arrive in; every other message is a chunk of its own.
+When a result arrives after unrelated messages, everything from its call to it joins
+one chunk, so a view can never separate a call from its results.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal, TypeAlias
+
+from .errors import ConfigError
+from .messages import Message, ToolResultBlock
+
+PinSpec: TypeAlias = str | int
+PIN_NAMES: Final = ("system", "first_user", "last_user", "tool_results")
+
+
+@dataclass(eq=False)
+class Chunk:
+    """Messages that enter or leave a view together.
+
+    ``pending`` holds the ids of tool calls in the chunk still awaiting a result;
+    ``orphan`` marks a tool result whose call is not in the history.
+    """
+
+    messages: list[Message]
+    indices: list[int]
+    pinned: bool = False
+    tokens: int = 0
+    pending: set[str] = field(default_factory=set)
+    orphan: bool = False
+
+    @property
+    def start(self) -> int:
+        return self.indices[0]
+
+    @property
+    def stop(self) -> int:
+        return self.indices[-1] + 1
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __repr__(self) -> str:
+        flags = "".join(
+            f" {name}" for name, on in (("pinned", self.pinned), ("orphan", self.orphan)) if on
+        )
+        pending = f" pending={sorted(self.pending)}" if self.pending else ""
+        ids = [m.id for m in self.messages]
+        return f"Chunk({ids}, tokens={self.tokens}{flags}{pending})"
+
+
+class ChunkBuilder:
+    """Groups messages into chunks as they arrive, in amortized O(1) per message.
+
+    ``chunks`` is the live deque; a consumer (the incremental window) may pop finished
+    business from its left, calling ``discard`` so that results to the discarded calls
+    later arrive as orphans rather than rejoining a chunk that is gone.
+    """
+
+    def __init__(self) -> None:
+        self.chunks: deque[Chunk] = deque()
+        self._open: dict[str, Chunk] = {}
+
+    def add(self, message: Message, index: int, *, tokens: int = 0, pinned: bool = False) -> Chunk:
+        """Place ``message`` (at position ``index``); return the chunk now holding it."""
+        result_ids = message.tool_result_ids()
+        open_ = self._open
+        if result_ids:
+            targets = [open_[r] for r in result_ids if r in open_]
+            if not targets:
+                chunk = Chunk([message], [index], pinned, tokens, orphan=True)
+                self.chunks.append(chunk)
+                return chunk
+            target = min(targets, key=lambda c: c.indices[0])
+            self._merge_tail_into(target)
+            target.messages.append(message)
+            target.indices.append(index)
+            target.tokens += tokens
+            target.pinned = target.pinned or pinned
+            for r in result_ids:
+                if open_.get(r) is target:
+                    del open_[r]
+                    target.pending.discard(r)
+            chunk = target
+        else:
+            chunk = Chunk([message], [index], pinned, tokens)
+            self.chunks.append(chunk)
+        for call_id in message.tool_use_ids():
+            chunk.pending.add(call_id)
+            open_[call_id] = chunk
+        return chunk
+
+    def _merge_tail_into(self, target: Chunk) -> None:
+        chunks = self.chunks
+        newer: list[Chunk] = []
+        while chunks[-1] is not target:
+            newer.append(chunks.pop())
+        orphans: list[Chunk] = []
+        for c in reversed(newer):
+            if c.orphan:  # an orphan stays an orphan: it never joins a valid exchange
+                orphans.append(c)
+                continue
+            target.messages.extend(c.messages)
+            target.indices.extend(c.indices)
+            target.tokens += c.tokens
+            target.pinned = target.pinned or c.pinned
+            for call_id in c.pending:
+                target.pending.add(call_id)
+                self._open[call_id] = target
+        chunks.extend(orphans)
+
+    def discard(self, chunk: Chunk) -> None:
+        """Forget the open calls of a chunk that left the window."""
+        for call_id in chunk.pending:
+            if self._open.get(call_id) is chunk:
+                del self._open[call_id]
+
+
+def resolve_pins(messages: Sequence[Message], pin: Iterable[PinSpec]) -> set[int]:
+    """Indices of the messages the pin specs select (priority-2 messages always).
+
+    Specs: ``"system"`` (every system message), ``"first_user"``, ``"last_user"``,
+    ``"tool_results"`` (every message carrying a tool result), and integer indices
+    (negative from the end; out of range ignored).
+    """
+    specs = check_pins(pin)
+    n = len(messages)
+    out = {i for i, m in enumerate(messages) if m.priority == 2}
+    for spec in specs:
+        if isinstance(spec, int):
+            i = spec + n if spec < 0 else spec
+            if 0 <= i < n:
+                out.add(i)
+        elif spec == "system":
+            out.update(i for i, m in enumerate(messages) if m.role == "system")
+        elif spec == "first_user":
+            first = next((i for i, m in enumerate(messages) if m.role == "user"), None)
+            if first is not None:
+                out.add(first)
+        elif spec == "last_user":
+            last = next((i for i in range(n - 1, -1, -1) if messages[i].role == "user"), None)
+            if last is not None:
+                out.add(last)
+        else:  # tool_results
+            out.update(i for i, m in enumerate(messages) if m.has_tool_result())
+    return out
+
+
+def check_pins(pin: Iterable[PinSpec] | PinSpec | None) -> tuple[PinSpec, ...]:
+    """Validate pin specs; a bare string or int is one spec."""
+    if pin is None:
+        return ()
+    if isinstance(pin, str | int):
+        pin = (pin,)
+    specs = tuple(pin)
+    for spec in specs:
+        if isinstance(spec, bool) or not (isinstance(spec, int) or spec in PIN_NAMES):
+            raise ConfigError(
+                f"pin={spec!r}: unknown pin spec; use an index or one of {list(PIN_NAMES)}"
+            )
+    return specs
+
+
+def group_pairs(messages: Sequence[Message], pinned_indices: Iterable[int] = ()) -> list[Chunk]:
+    """Split ``messages`` into chunks; a chunk holding a pinned index is pinned whole."""
+    builder = ChunkBuilder()
+    pinned = set(pinned_indices)
+    for i, m in enumerate(messages):
+        builder.add(m, i, pinned=i in pinned)
+    return list(builder.chunks)
+
+
+@dataclass(frozen=True)
+class PairProblem:
+    """A broken tool exchange: a result without its call, or a call without its result."""
+
+    kind: Literal["orphan_result", "missing_result"]
+    index: int
+    tool_use_id: str
+
+    def __str__(self) -> str:
+        if self.kind == "orphan_result":
+            return (
+                f"message {self.index} answers tool call {self.tool_use_id!r}, made nowhere before"
+            )
+        return f"message {self.index} calls tool {self.tool_use_id!r}, which no result answers"
+
+
+def validate_pairs(messages: Sequence[Message]) -> list[PairProblem]:
+    """Every tool-pair problem in ``messages``, in order of position."""
+    pending: dict[str, int] = {}
+    problems: list[PairProblem] = []
+    for i, m in enumerate(messages):
+        for r in m.tool_result_ids():
+            if pending.pop(r, None) is None:
+                problems.append(PairProblem("orphan_result", i, r))
+        for c in m.tool_use_ids():
+            pending[c] = i
+    problems.extend(PairProblem("missing_result", i, c) for c, i in pending.items())
+    problems.sort(key=lambda p: p.index)
+    return problems
+
+
+STUB_RESULT: Final = "[no result: this tool call was never answered]"
+
+
+def stub_result(call_id: str) -> Message:
+    """A synthetic error result for a tool call that was never answered."""
+    return Message(
+        role="tool",
+        content=[ToolResultBlock(call_id, STUB_RESULT, is_error=True)],
+        metadata={"convomem_stub": True},
+    )
+
+
+def repair_pairs(
+    messages: Sequence[Message], dangling: Literal["drop", "stub"] = "drop"
+) -> list[Message]:
+    """A valid copy of ``messages``: orphan results dropped, unanswered calls fixed.
+
+    ``dangling="drop"`` drops a tool exchange whose calls were not all answered;
+    ``"stub"`` keeps it and adds an error result for each missing answer.
+    """
+    if dangling not in ("drop", "stub"):
+        raise ConfigError(f"dangling={dangling!r}: must be 'drop' or 'stub'")
+    out: list[Message] = []
+    for chunk in group_pairs(messages):
+        if chunk.orphan:
+            continue
+        if chunk.pending:
+            if dangling == "drop":
+                continue
+            out.extend(chunk.messages)
+            out.extend(stub_result(c) for c in sorted(chunk.pending))
+            continue
+        out.extend(chunk.messages)
+    return out

@@ -1,0 +1,490 @@
+"""The data model: an immutable chat message made of content blocks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias, cast, get_args
+
+from .errors import InvalidMessage
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ROLES: Final[frozenset[str]] = frozenset(get_args(Role))
+
+
+def _require_str(field_name: str, value: Any, *, allow_empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise InvalidMessage(field_name, value, f"must be a string, not {type(value).__name__}")
+    if not allow_empty and not value:
+        raise InvalidMessage(field_name, value, "must not be empty")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        _require_str("TextBlock.text", self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image, by URL, data URL or provider file id."""
+
+    source: str
+    media_type: str | None = None
+
+    def __post_init__(self) -> None:
+        _require_str("ImageBlock.source", self.source, allow_empty=False)
+        if self.media_type is not None:
+            _require_str("ImageBlock.media_type", self.media_type)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call made by the assistant; ``input`` is the parsed arguments.
+
+    ``input`` may also be a string when a model produced arguments that are not a JSON
+    object: they are kept verbatim rather than lost.
+    """
+
+    id: str
+    name: str
+    input: Mapping[str, Any] | str = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _require_str("ToolUseBlock.id", self.id, allow_empty=False)
+        _require_str("ToolUseBlock.name", self.name, allow_empty=False)
+        if not isinstance(self.input, Mapping | str):
+            raise InvalidMessage(
+                "ToolUseBlock.input", self.input, "must be a mapping of arguments or a string"
+            )
+
+    def arguments(self) -> str:
+        """The arguments as the JSON text a provider sends."""
+        if isinstance(self.input, str):
+            return self.input
+        return json.dumps(self.input, ensure_ascii=False, default=str)
+
+
+ResultPart: TypeAlias = TextBlock | ImageBlock
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The result of the tool call ``tool_use_id``."""
+
+    tool_use_id: str
+    content: str | tuple[ResultPart, ...] = ""
+    is_error: bool = False
+
+    def __post_init__(self) -> None:
+        _require_str("ToolResultBlock.tool_use_id", self.tool_use_id, allow_empty=False)
+        if isinstance(self.content, list | tuple):
+            parts = tuple(self.content)
+            for i, part in enumerate(parts):
+                if not isinstance(part, TextBlock | ImageBlock):
+                    raise InvalidMessage(
+                        f"ToolResultBlock.content[{i}]",
+                        part,
+                        "must be a TextBlock or ImageBlock",
+                    )
+            object.__setattr__(self, "content", parts)
+        elif not isinstance(self.content, str):
+            raise InvalidMessage(
+                "ToolResultBlock.content", self.content, "must be a string or a list of blocks"
+            )
+        if not isinstance(self.is_error, bool):
+            raise InvalidMessage("ToolResultBlock.is_error", self.is_error, "must be a bool")
+
+    def text(self) -> str:
+        """The result's text (images omitted)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextBlock))
+
+
+Block: TypeAlias = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
+BLOCK_TYPES: Final = (TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock)
+
+# Generated ids: a random per-process prefix plus a counter is unique and much cheaper
+# than a uuid per message.
+_ID_PREFIX: Final = "msg_" + os.urandom(6).hex() + "_"
+_id_counter = itertools.count(1)
+
+
+def new_id() -> str:
+    """A fresh message id, unique across processes."""
+    return f"{_ID_PREFIX}{next(_id_counter):x}"
+
+
+def _block_key(block: Block) -> tuple[Any, ...]:
+    if isinstance(block, TextBlock):
+        return ("text", block.text)
+    if isinstance(block, ImageBlock):
+        return ("image", block.source, block.media_type)
+    if isinstance(block, ToolUseBlock):
+        return ("tool_use", block.id, block.name, block.arguments())
+    parts = (
+        block.content
+        if isinstance(block.content, str)
+        else tuple(_block_key(p) for p in block.content)
+    )
+    return ("tool_result", block.tool_use_id, parts, block.is_error)
+
+
+class Message:
+    """One chat message: immutable, with a stable ``id``.
+
+    ``Message("u1", "user", 30)`` is ``Message(id="u1", role="user", tokens=30)``; the id
+    may be omitted when fields are given by keyword, and one is generated. ``tokens`` is
+    a known token count that is trusted and never recomputed.
+    """
+
+    __slots__ = (
+        "_counts",
+        "_key",
+        "content",
+        "created_at",
+        "id",
+        "metadata",
+        "name",
+        "priority",
+        "role",
+        "tokens",
+    )
+
+    id: str
+    role: Role
+    tokens: int | None
+    content: str | tuple[Block, ...]
+    name: str | None
+    metadata: dict[str, Any]
+    created_at: float | None
+    priority: int
+    _key: tuple[Any, ...] | None
+    _counts: dict[int, int] | None
+
+    def __init__(
+        self,
+        id: str | None = None,
+        role: str | None = None,
+        tokens: int | None = None,
+        *,
+        content: str | Iterable[Block] = "",
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: float | None = None,
+        priority: int = 0,
+    ) -> None:
+        if id is None:
+            id = new_id()
+        elif not isinstance(id, str) or not id:
+            raise InvalidMessage("id", id, "must be a non-empty string")
+        if role not in ROLES:
+            raise InvalidMessage("role", role, f"must be one of {sorted(ROLES)}")
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        ):
+            raise InvalidMessage("tokens", tokens, "must be a non-negative integer or None")
+        setattr_ = object.__setattr__
+        setattr_(self, "id", id)
+        setattr_(self, "role", role)
+        setattr_(self, "tokens", tokens)
+        setattr_(self, "content", _check_content(content))
+        if name is not None:
+            _require_str("name", name)
+        setattr_(self, "name", name)
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, Mapping):
+            raise InvalidMessage("metadata", metadata, "must be a mapping")
+        setattr_(self, "metadata", dict(metadata))
+        if created_at is not None and (
+            isinstance(created_at, bool)
+            or not isinstance(created_at, int | float)
+            or not math.isfinite(created_at)
+        ):
+            raise InvalidMessage("created_at", created_at, "must be epoch seconds (a number)")
+        setattr_(self, "created_at", None if created_at is None else float(created_at))
+        if isinstance(priority, bool) or priority not in (0, 1, 2):
+            raise InvalidMessage("priority", priority, "must be 0, 1 or 2")
+        setattr_(self, "priority", priority)
+        setattr_(self, "_key", None)
+        setattr_(self, "_counts", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Message is immutable; use message.replace({name}=...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Message is immutable")
+
+    def replace(self, **changes: Any) -> Message:
+        """A copy with some fields changed (the id is kept unless given)."""
+        fields: dict[str, Any] = {
+            "id": self.id,
+            "role": self.role,
+            "tokens": self.tokens,
+            "content": self.content,
+            "name": self.name,
+            "metadata": self.metadata,
+            "created_at": self.created_at,
+            "priority": self.priority,
+        }
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise InvalidMessage(sorted(unknown)[0], changes[sorted(unknown)[0]], "unknown field")
+        if "content" in changes and "tokens" not in changes:
+            fields["tokens"] = None  # a known count belongs to the old content
+        fields.update(changes)
+        return Message(fields.pop("id"), fields.pop("role"), fields.pop("tokens"), **fields)
+
+    # -- content helpers -------------------------------------------------------------
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        """The content as blocks (a string becomes one TextBlock)."""
+        if isinstance(self.content, str):
+            return (TextBlock(self.content),) if self.content else ()
+        return self.content
+
+    def text(self) -> str:
+        """The readable text: text blocks and tool-result text, joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        parts: list[str] = []
+        for b in self.content:
+            if isinstance(b, TextBlock):
+                parts.append(b.text)
+            elif isinstance(b, ToolResultBlock):
+                parts.append(b.text())
+        return "\n".join(parts)
+
+    def has_tool_use(self) -> bool:
+        """True if the message calls at least one tool."""
+        return not isinstance(self.content, str) and any(
+            isinstance(b, ToolUseBlock) for b in self.content
+        )
+
+    def has_tool_result(self) -> bool:
+        """True if the message carries at least one tool result."""
+        return not isinstance(self.content, str) and any(
+            isinstance(b, ToolResultBlock) for b in self.content
+        )
+
+    def tool_use_ids(self) -> list[str]:
+        """Ids of the tool calls this message makes, in order."""
+        if isinstance(self.content, str):
+            return []
+        return [b.id for b in self.content if isinstance(b, ToolUseBlock)]
+
+    def tool_result_ids(self) -> list[str]:
+        """Ids of the tool calls this message answers, in order."""
+        if isinstance(self.content, str):
+            return []
+        return [b.tool_use_id for b in self.content if isinstance(b, ToolResultBlock)]
+
+    def countable_text(self) -> str:
+        """Everything a tokenizer should count: name, text, tool names, arguments, results."""
+        if isinstance(self.content, str):
+            return self.content if self.name is None else f"{self.name}\n{self.content}"
+        parts = [] if self.name is None else [self.name]
+        for b in self.content:
+            if isinstance(b, TextBlock):
+                parts.append(b.text)
+            elif isinstance(b, ToolUseBlock):
+                parts.append(b.name)
+                parts.append(b.arguments())
+            elif isinstance(b, ToolResultBlock):
+                parts.append(b.text())
+        return "\n".join(parts)
+
+    def image_count(self) -> int:
+        """How many images the message carries (tool results included)."""
+        if isinstance(self.content, str):
+            return 0
+        n = 0
+        for b in self.content:
+            if isinstance(b, ImageBlock):
+                n += 1
+            elif isinstance(b, ToolResultBlock) and not isinstance(b.content, str):
+                n += sum(1 for p in b.content if isinstance(p, ImageBlock))
+        return n
+
+    @property
+    def content_key(self) -> tuple[Any, ...]:
+        """A hashable key equal for two messages exactly when they count the same."""
+        key = self._key
+        if key is None:
+            body = (
+                self.content
+                if isinstance(self.content, str)
+                else tuple(_block_key(b) for b in self.content)
+            )
+            key = (self.role, self.name, body)
+            object.__setattr__(self, "_key", key)
+        return key
+
+    # -- dunder ----------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (
+            self.id == other.id
+            and self.role == other.role
+            and self.tokens == other.tokens
+            and self.content == other.content
+            and self.name == other.name
+            and self.metadata == other.metadata
+            and self.created_at == other.created_at
+            and self.priority == other.priority
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.content:
+            text = self.text()
+            preview = text if len(text) <= 40 else text[:37] + "..."
+            extra += f", content={preview!r}"
+            if self.has_tool_use():
+                extra += f", tool_use_ids={self.tool_use_ids()!r}"
+            if self.has_tool_result():
+                extra += f", tool_result_ids={self.tool_result_ids()!r}"
+        if self.priority:
+            extra += f", priority={self.priority}"
+        return f"Message(id={self.id!r}, role={self.role!r}, tokens={self.tokens!r}{extra})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.to_dict(),))
+
+    # -- native JSON form ------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field (convomem's own format, lossless)."""
+        out: dict[str, Any] = {"id": self.id, "role": self.role}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        if isinstance(self.content, str):
+            out["content"] = self.content
+        else:
+            out["content"] = [_block_to_dict(b) for b in self.content]
+        if self.name is not None:
+            out["name"] = self.name
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        if self.created_at is not None:
+            out["created_at"] = self.created_at
+        if self.priority:
+            out["priority"] = self.priority
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """The inverse of ``to_dict``; unknown keys are an error naming the key."""
+        if not isinstance(data, Mapping):
+            raise InvalidMessage("message", data, "must be a mapping")
+        known = {"id", "role", "tokens", "content", "name", "metadata", "created_at", "priority"}
+        for key in data:
+            if key not in known:
+                raise InvalidMessage(str(key), data[key], "unknown message field")
+        content = data.get("content", "")
+        if isinstance(content, list):
+            content = [_block_from_dict(b, f"content[{i}]") for i, b in enumerate(content)]
+        return cls(
+            data.get("id"),
+            data.get("role"),
+            data.get("tokens"),
+            content=content,
+            name=data.get("name"),
+            metadata=data.get("metadata"),
+            created_at=data.get("created_at"),
+            priority=data.get("priority", 0),
+        )
+
+
+def _rebuild(data: dict[str, Any]) -> Message:
+    return Message.from_dict(data)
+
+
+def _check_content(content: Any) -> str | tuple[Block, ...]:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, BLOCK_TYPES):
+        raise InvalidMessage("content", content, "must be a string or a list of blocks")
+    if not isinstance(content, Iterable) or isinstance(content, bytes | Mapping):
+        raise InvalidMessage("content", content, "must be a string or a list of blocks")
+    blocks = tuple(content)
+    for i, block in enumerate(blocks):
+        if not isinstance(block, BLOCK_TYPES):
+            raise InvalidMessage(
+                f"content[{i}]",
+                block,
+                "must be a TextBlock, ImageBlock, ToolUseBlock or ToolResultBlock",
+            )
+    return blocks
+
+
+def _block_to_dict(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        d: dict[str, Any] = {"type": "image", "source": block.source}
+        if block.media_type is not None:
+            d["media_type"] = block.media_type
+        return d
+    if isinstance(block, ToolUseBlock):
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": block.input if isinstance(block.input, str) else dict(block.input),
+        }
+    content: Any = (
+        block.content
+        if isinstance(block.content, str)
+        else [_block_to_dict(p) for p in block.content]
+    )
+    out = {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content}
+    if block.is_error:
+        out["is_error"] = True
+    return out
+
+
+def _block_from_dict(data: Any, where: str) -> Block:
+    if not isinstance(data, Mapping):
+        raise InvalidMessage(where, data, "a block must be a mapping with a 'type'")
+    kind = data.get("type")
+    try:
+        if kind == "text":
+            return TextBlock(data["text"])
+        if kind == "image":
+            return ImageBlock(data["source"], data.get("media_type"))
+        if kind == "tool_use":
+            return ToolUseBlock(data["id"], data["name"], data.get("input", {}))
+        if kind == "tool_result":
+            content = data.get("content", "")
+            if isinstance(content, list):
+                parts = [
+                    _block_from_dict(p, f"{where}.content[{i}]") for i, p in enumerate(content)
+                ]
+                for i, p in enumerate(parts):
+                    if not isinstance(p, TextBlock | ImageBlock):
+                        raise InvalidMessage(
+                            f"{where}.content[{i}]", p, "must be a text or image block"
+                        )
+                content = tuple(cast(Sequence[ResultPart], parts))
+            return ToolResultBlock(data["tool_use_id"], content, bool(data.get("is_error", False)))
+    except KeyError as exc:
+        raise InvalidMessage(f"{where}.{exc.args[0]}", None, "is required") from None
+    raise InvalidMessage(f"{where}.type", kind, "unknown block type")
