@@ -214,7 +214,7 @@ class Message:
         ):
             raise InvalidMessage("created_at", created_at, "must be epoch seconds (a number)")
         setattr_(self, "created_at", None if created_at is None else float(created_at))
-        if isinstance(priority, bool) or priority not in (0, 1, 2):
+        if isinstance(priority, bool) or not isinstance(priority, int) or priority not in (0, 1, 2):
             raise InvalidMessage("priority", priority, "must be 0, 1 or 2")
         setattr_(self, "priority", priority)
         setattr_(self, "_key", None)
@@ -484,7 +484,7 @@ def _block_from_dict(data: Any, where: str) -> Block:
                             f"{where}.content[{i}]", p, "must be a text or image block"
                         )
                 content = tuple(cast(Sequence[ResultPart], parts))
-            return ToolResultBlock(data["tool_use_id"], content, bool(data.get("is_error", False)))
+            return ToolResultBlock(data["tool_use_id"], content, data.get("is_error", False))
     except KeyError as exc:
         raise InvalidMessage(f"{where}.{exc.args[0]}", None, "is required") from None
     raise InvalidMessage(f"{where}.type", kind, "unknown block type")

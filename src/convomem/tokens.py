@@ -175,7 +175,7 @@ def _load_tiktoken_encoding(model_or_encoding: str) -> Any:
                 f"tiktoken:{model_or_encoding!r}: not a tiktoken model or encoding; "
                 f"encodings are {sorted(names)}"
             ) from None
-    offline = f"{encoding}_offline"
+    offline = encoding if encoding.endswith("_offline") else f"{encoding}_offline"
     if offline in names:
         return tiktoken.get_encoding(offline)
     if os.environ.get("CONVOMEM_TIKTOKEN_DOWNLOAD") == "1":
