@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
 from .errors import ConfigError
-from .messages import Message, ToolResultBlock
+from .messages import Block, Message, ToolResultBlock
 
 PinSpec: TypeAlias = str | int
 PIN_NAMES: Final = ("system", "first_user", "last_user", "tool_results")
@@ -212,9 +212,14 @@ STUB_RESULT: Final = "[no result: this tool call was never answered]"
 
 
 def stub_result(call_id: str) -> Message:
-    """A synthetic error result for a tool call that was never answered."""
+    """A synthetic error result for a tool call that was never answered.
+
+    Its id is derived from the call id, so repairing the same history twice gives the
+    same messages (and id-keyed caches downstream keep working).
+    """
     return Message(
-        role="tool",
+        f"stub_{call_id}",
+        "tool",
         content=[ToolResultBlock(call_id, STUB_RESULT, is_error=True)],
         metadata={"convomem_stub": True},
     )
@@ -232,13 +237,31 @@ def repair_pairs(
         raise ConfigError(f"dangling={dangling!r}: must be 'drop' or 'stub'")
     out: list[Message] = []
     for chunk in group_pairs(messages):
-        if chunk.orphan:
+        if chunk.orphan or (chunk.pending and dangling == "drop"):
             continue
-        if chunk.pending:
-            if dangling == "drop":
-                continue
-            out.extend(chunk.messages)
-            out.extend(stub_result(c) for c in sorted(chunk.pending))
-            continue
-        out.extend(chunk.messages)
+        open_calls: set[str] = set()
+        for m in chunk.messages:
+            if m.has_tool_result():
+                m = _without_stray_results(m, open_calls)
+            open_calls.update(m.tool_use_ids())
+            out.append(m)
+        out.extend(stub_result(c) for c in sorted(chunk.pending))
     return out
+
+
+def _without_stray_results(message: Message, open_calls: set[str]) -> Message:
+    """``message`` minus results that answer no open call (a repeat, or a call made nowhere).
+
+    A message joins an exchange when one of its results matches; any other result it
+    carries would still be an orphan. Returns the original object when nothing is stray.
+    """
+    kept: list[Block] = []
+    for b in message.blocks:
+        if isinstance(b, ToolResultBlock):
+            if b.tool_use_id not in open_calls:
+                continue
+            open_calls.discard(b.tool_use_id)
+        kept.append(b)
+    if len(kept) == len(message.blocks):
+        return message
+    return message.replace(content=kept)
