@@ -56,3 +56,16 @@ class MissingDependency(ConvomemError, ImportError):
             f"{what} needs the optional dependency {module!r}; "
             f"install it with: pip install 'convomem[{extra}]'"
         )
+
+
+class SummarizerError(ConvomemError):
+    """A summarizer failed (or returned something that is not a summary).
+
+    Raised by a fold of ``RunningSummary`` when the summarizer and its fallback both
+    failed: the fold was aborted and the running summary is exactly as it was before.
+    ``errors`` holds the underlying exceptions, oldest first.
+    """
+
+    def __init__(self, message: str, *, errors: tuple[BaseException, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = errors
