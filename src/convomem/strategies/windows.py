@@ -1,0 +1,168 @@
+"""Windows: pre-filters that bound a conversation by turns, age or position.
+
+A window drops whole chunks (a tool call never loses its results) and never drops a
+pinned chunk. Use it in a stage list that ends with a budget strategy, e.g.
+``Packer(budget=4000, strategy=[MaxTurns(20), Recency()])`` keeps at most the last 20
+turns *and* at most 4,000 tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from ..errors import ConfigError
+from ..packing import ChunkTable, Window, runs_of
+
+
+def _check_count(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive" if minimum > 0 else "a non-negative"
+        raise ConfigError(f"{name}={value!r}: must be {kind} integer")
+    return value
+
+
+class MaxTurns(Window):
+    """Keep the last ``n`` turns; a turn starts at a user message.
+
+    A user message that only carries tool results does not start a turn; a chunk
+    belongs to the turn of its first message. System messages and pinned chunks are
+    kept whatever their age; messages before the first user message count as part of
+    the oldest turn.
+    """
+
+    reason = "max_turns"
+    name = "max_turns"
+
+    def __init__(self, n: int) -> None:
+        self.n = _check_count("n", n, minimum=1)
+
+    def apply(self, table: ChunkTable) -> tuple[list[int], list[tuple[int, int]]]:
+        msgs = table.messages
+        chunks = table.chunks
+        free = table.free
+        turns = 0
+        cut = -1
+        for p in range(len(chunks) - 1, -1, -1):
+            first = msgs[chunks[p].indices[0]]
+            if first.role == "user" and not first.has_tool_result():
+                turns += 1
+                if turns == self.n:
+                    cut = p
+                    break
+        if cut <= 0:
+            return [p for p in range(len(chunks)) if free[p]], []
+        keep: list[int] = []
+        dropped: list[int] = []
+        for p in range(cut):
+            if free[p]:
+                if msgs[chunks[p].indices[0]].role == "system":
+                    keep.append(p)
+                else:
+                    dropped.append(p)
+        keep.extend(p for p in range(cut, len(chunks)) if free[p])
+        return keep, runs_of(dropped, free)
+
+    def __repr__(self) -> str:
+        return f"MaxTurns({self.n})"
+
+
+class MaxAge(Window):
+    """Drop chunks older than ``seconds``, by ``Message.created_at``.
+
+    A chunk is too old when every timestamped message in it is older than
+    ``now - seconds``; messages without ``created_at`` are kept (their age is unknown).
+    ``now`` is a function returning epoch seconds (default ``time.time``).
+    """
+
+    reason = "max_age"
+    name = "max_age"
+
+    def __init__(self, seconds: float, now: Callable[[], float] | None = None) -> None:
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not math.isfinite(seconds)
+            or seconds <= 0
+        ):
+            raise ConfigError(f"seconds={seconds!r}: must be a positive number of seconds")
+        if now is not None and not callable(now):
+            raise ConfigError(f"now={now!r}: must be None or a function returning epoch seconds")
+        self.seconds = float(seconds)
+        self.now: Callable[[], float] = time.time if now is None else now
+
+    def _cutoff(self) -> float:
+        now = self.now()
+        if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+            raise ConfigError(f"now: returned {now!r}; it must return epoch seconds (a number)")
+        return float(now) - self.seconds
+
+    def apply(self, table: ChunkTable) -> tuple[list[int], list[tuple[int, int]]]:
+        cutoff = self._cutoff()
+        msgs = table.messages
+        chunks = table.chunks
+        free = table.free
+        keep: list[int] = []
+        dropped: list[int] = []
+        for p in range(len(chunks)):
+            if not free[p]:
+                continue
+            newest = None
+            for i in chunks[p].indices:
+                ts = msgs[i].created_at
+                if ts is not None and (newest is None or ts > newest):
+                    newest = ts
+            if newest is not None and newest < cutoff:
+                dropped.append(p)
+            else:
+                keep.append(p)
+        return keep, runs_of(dropped, free)
+
+    def __repr__(self) -> str:
+        return f"MaxAge({self.seconds:g})"
+
+
+class HeadTail(Window):
+    """Keep the first ``head`` and the last ``tail`` free chunks; drop the middle.
+
+    The head keeps how a conversation started (the task), the tail where it is now.
+    Pinned chunks are kept wherever they are and do not count.
+    """
+
+    reason = "head_tail"
+    name = "head_tail"
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head = _check_count("head", head, minimum=0)
+        self.tail = _check_count("tail", tail, minimum=0)
+        if head + tail == 0:
+            raise ConfigError("head=0, tail=0: keep at least one chunk (head + tail >= 1)")
+
+    def apply(self, table: ChunkTable) -> tuple[list[int], list[tuple[int, int]]]:
+        n = len(table)
+        heads: list[int] = []
+        q = 0
+        while len(heads) < self.head:
+            q = table.next_free(q)
+            if q < 0:
+                break
+            heads.append(q)
+            q += 1
+        floor = heads[-1] if heads else -1
+        tails: list[int] = []
+        q = n
+        while len(tails) < self.tail:
+            q = table.prev_free(q)
+            if q <= floor:
+                break
+            tails.append(q)
+        tails.reverse()
+        first = table.next_free(floor + 1)
+        last = table.prev_free(tails[0] if tails else n)
+        if first < 0 or last < first:
+            return heads + tails, []
+        return heads + tails, [(first, last)]
+
+    def __repr__(self) -> str:
+        return f"HeadTail({self.head}, {self.tail})"
