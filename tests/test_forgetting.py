@@ -97,25 +97,37 @@ def test_malformed_conversations_name_the_position(conversations: Any, where: st
     assert isinstance(info.value, ConvomemError)
 
 
-def test_linear_work_counts_each_mention_a_bounded_number_of_times() -> None:
-    """Work is linear: every id is hashed once when counted, at most once when its
-    conversation is dropped, and at most once when the result is built."""
+class Id(str):
+    """A string id that counts how often it is hashed: a deterministic measure of work."""
 
-    class Id(str):
-        hashes = 0
+    hashes = 0
 
-        def __hash__(self) -> int:
-            Id.hashes += 1
-            return str.__hash__(self)
+    def __hash__(self) -> int:
+        Id.hashes += 1
+        return str.__hash__(self)
 
-    n = 2_000
-    conversations = [[Id(f"x{i}"), Id(f"x{i + 1}")] for i in range(n)]
-    mentions = 2 * n
-    # Chained conversations [x0, x1], [x1, x2], ...: 9 of them hold 10 distinct ids.
-    assert evict_conversations(conversations, 10) == [f"x{i}" for i in range(n - 9, n + 1)]  # type: ignore[arg-type]
+
+def chained(n: int) -> list[list[str]]:
+    """[x0, x1], [x1, x2], ...: any k consecutive conversations hold k + 1 distinct ids."""
+    return [[Id(f"x{i}"), Id(f"x{i + 1}")] for i in range(n)]
+
+
+def test_work_is_proportional_to_what_is_kept_not_to_the_history() -> None:
+    # Only the kept run and the first dropped conversation are hashed: at most twice
+    # each (the set of ids, then the ordered result), however long the history.
+    for n in (100, 10_000):
+        conversations = chained(n)
+        Id.hashes = 0
+        result = evict_conversations(conversations, 10)
+        assert result == [f"x{i}" for i in range(n - 9, n + 1)]
+        assert Id.hashes <= 2 * (2 * 10)  # 9 kept + 1 dropped conversation, 2 ids each
+
+
+def test_work_is_linear_when_everything_is_kept() -> None:
+    conversations = chained(5_000)
     Id.hashes = 0
-    evict_conversations(conversations, 10)  # type: ignore[arg-type]
-    assert Id.hashes <= 3 * mentions
+    assert len(evict_conversations(conversations, 10**6)) == 5_001
+    assert Id.hashes <= 2 * 2 * 5_000
 
 
 conversation_lists = st.lists(
