@@ -6,14 +6,15 @@ Assistant ``tool_calls`` become ``ToolUseBlock``s and ``role: "tool"`` messages 
 
 Messages without an ``id`` get a deterministic one derived from their content and
 occurrence, so converting the same dicts again (as agents do every turn) gives the
-same ids, and caches keyed by id keep working.
+same ids, and caches keyed by id keep working. An ``id`` key, when present, becomes the
+message id and is not written back (the API has no such field).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessage
@@ -27,14 +28,17 @@ from ..messages import (
     ToolUseBlock,
 )
 
-_OWN_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "id"})
+_OWN_KEYS = frozenset({"role", "content", "name", "id"})
+_IMAGE_EXTRA = "_image_url"  # per-image keys of image_url besides url (detail), in order
 
 
 def _where(i: int, key: str) -> str:
     return f"messages[{i}].{key}"
 
 
-def _content_from_openai(content: Any, i: int) -> list[Block]:
+def _content_from_openai(
+    content: Any, i: int, image_extra: list[dict[str, Any]] | None = None
+) -> list[Block]:
     if content is None:
         return []
     if isinstance(content, str):
@@ -47,26 +51,42 @@ def _content_from_openai(content: Any, i: int) -> list[Block]:
         if not isinstance(part, Mapping):
             raise InvalidMessage(where, part, "a content part must be an object")
         kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
+        if kind == "text":
+            if not isinstance(part.get("text"), str):
+                raise InvalidMessage(where + ".text", part.get("text"), "must be a string")
             blocks.append(TextBlock(part["text"]))
         elif kind == "image_url":
-            url = part.get("image_url")
-            url = url.get("url") if isinstance(url, Mapping) else url
+            spec = part.get("image_url")
+            url = spec.get("url") if isinstance(spec, Mapping) else spec
             if not isinstance(url, str) or not url:
                 raise InvalidMessage(where + ".image_url.url", url, "must be a non-empty string")
             blocks.append(ImageBlock(url))
+            if image_extra is not None:
+                more = spec if isinstance(spec, Mapping) else {}
+                image_extra.append({k: v for k, v in more.items() if k != "url"})
         else:
             raise InvalidMessage(where + ".type", kind, "unsupported content part")
     return blocks
 
 
-def _stable_id(data: Mapping[str, Any], seen: dict[str, int]) -> str:
+def _stable_id(data: Any, seen: dict[str, int], prefix: str = "oa") -> str:
+    """A deterministic id for ``data``: its content hash, plus its occurrence number.
+
+    The same list of dicts always gets the same ids, and identical dicts in one list get
+    distinct ones. ``seen`` is the per-conversion occurrence counter; the format
+    converters share this helper, each with its own ``prefix``.
+    """
     digest = hashlib.blake2b(
         json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode(), digest_size=8
     ).hexdigest()
     n = seen.get(digest, 0)
     seen[digest] = n + 1
-    return f"oa_{digest}" if n == 0 else f"oa_{digest}_{n}"
+    return f"{prefix}_{digest}" if n == 0 else f"{prefix}_{digest}_{n}"
+
+
+def _at(where: str, exc: InvalidMessage) -> InvalidMessage:
+    """``exc`` with its field placed at ``where`` (``messages[3].name``)."""
+    return InvalidMessage(f"{where}.{exc.field}", exc.value, exc.problem)
 
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
@@ -86,12 +106,14 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
                 "must be system, developer, user, assistant or tool",
             )
         blocks: list[Block]
+        image_extra: list[dict[str, Any]] = []
+        raw_content = data.get("content")
         if role == "tool":
             call_id = data.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise InvalidMessage(_where(i, "tool_call_id"), call_id, "a tool message needs one")
-            raw = data.get("content")
-            parts = _content_from_openai(raw, i)
+            raw = raw_content
+            parts = _content_from_openai(raw, i, image_extra)
             result: str | tuple[ResultPart, ...]
             if raw is None or isinstance(raw, str):
                 result = raw or ""
@@ -99,7 +121,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
                 result = tuple(p for p in parts if isinstance(p, TextBlock | ImageBlock))
             blocks = [ToolResultBlock(call_id, result)]
         else:
-            blocks = _content_from_openai(data.get("content"), i)
+            blocks = _content_from_openai(raw_content, i, image_extra)
             calls = data.get("tool_calls") or []
             if calls and role != "assistant":
                 raise InvalidMessage(
@@ -109,28 +131,42 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
                 raise InvalidMessage(_where(i, "tool_calls"), calls, "must be a list")
             for j, call in enumerate(calls):
                 blocks.append(_tool_use_from_openai(call, _where(i, f"tool_calls[{j}]")))
-        extra = {k: v for k, v in data.items() if k not in _OWN_KEYS}
+        own = "tool_call_id" if role == "tool" else "tool_calls"
+        extra = {k: v for k, v in data.items() if k not in _OWN_KEYS and k != own}
+        for key in (own, "name"):  # an explicit null or [] is kept as given
+            if key in data and data[key] in (None, []):
+                extra[key] = data[key]
         if data.get("role") == "developer":
             extra["role"] = "developer"
-        raw_content = data.get("content")
+        if any(image_extra):
+            extra[_IMAGE_EXTRA] = image_extra
         content: str | list[Block] = blocks
+        has_calls = role != "tool" and bool(data.get("tool_calls"))
+        # "content" in extra remembers the form of empty content: "" or null, and [] for a
+        # list of parts beside tool calls (which would otherwise come back as a string).
         if role != "tool" and isinstance(raw_content, str):
-            if not data.get("tool_calls"):
+            if not has_calls:
                 content = raw_content
             elif not raw_content:
-                extra["content"] = ""  # remember "" (not null) beside tool calls
+                extra["content"] = ""
+        elif raw_content is None and not has_calls and "content" in data:
+            extra["content"] = None
+        elif isinstance(raw_content, list) and has_calls:
+            extra["content"] = []
         msg_id = data.get("id")
         if msg_id is None:
             msg_id = _stable_id(data, seen)
-        out.append(
-            Message(
+        try:
+            message = Message(
                 msg_id,
                 role,
                 content=content,
                 name=data.get("name"),
                 metadata={"openai": extra} if extra else None,
             )
-        )
+        except InvalidMessage as exc:
+            raise _at(f"messages[{i}]", exc) from None
+        out.append(message)
     return out
 
 
@@ -162,10 +198,12 @@ def _tool_use_from_openai(call: Any, where: str) -> ToolUseBlock:
     return ToolUseBlock(call_id, name, parsed)
 
 
-def _part_to_openai(block: TextBlock | ImageBlock) -> dict[str, Any]:
+def _part_to_openai(
+    block: TextBlock | ImageBlock, image_extra: Iterator[Mapping[str, Any]]
+) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
-    return {"type": "image_url", "image_url": {"url": block.source}}
+    return {"type": "image_url", "image_url": {"url": block.source, **next(image_extra, {})}}
 
 
 def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -178,34 +216,43 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for m in messages:
         extra = dict(m.metadata.get("openai") or {})
         role = extra.pop("role", m.role)
+        has_form = "content" in extra
         content_form = extra.pop("content", None)
+        images = iter(extra.pop(_IMAGE_EXTRA, None) or ())
         if m.has_tool_result():
             for b in m.blocks:
                 if isinstance(b, ToolResultBlock):
                     result: Any = (
                         b.content
                         if isinstance(b.content, str)
-                        else [_part_to_openai(p) for p in b.content]
+                        else [_part_to_openai(p, images) for p in b.content]
                     )
+                    if result == "" and has_form:
+                        result = content_form
                     out.append({"role": "tool", "tool_call_id": b.tool_use_id, "content": result})
             other = [b for b in m.blocks if isinstance(b, TextBlock | ImageBlock)]
             if other:  # text that travelled with the results follows them as a user message
-                out.append({"role": "user", "content": [_part_to_openai(p) for p in other]})
+                out.append({"role": "user", "content": [_part_to_openai(p, images) for p in other]})
             if m.name is not None:
                 out[-1]["name"] = m.name
             out[-1].update(extra)
             continue
         d: dict[str, Any] = {"role": role}
         calls = [b for b in m.blocks if isinstance(b, ToolUseBlock)]
+        parts = [b for b in m.blocks if isinstance(b, TextBlock | ImageBlock)]
         if isinstance(m.content, str):
             d["content"] = m.content
-        elif calls:
-            texts = [b.text for b in m.content if isinstance(b, TextBlock)]
+        elif (
+            calls
+            and not isinstance(content_form, list)
+            and all(isinstance(p, TextBlock) for p in parts)
+        ):
+            texts = [p.text for p in parts if isinstance(p, TextBlock)]
             d["content"] = "\n".join(texts) if texts else content_form
+        elif not parts and has_form:
+            d["content"] = content_form
         else:
-            d["content"] = [
-                _part_to_openai(b) for b in m.content if isinstance(b, TextBlock | ImageBlock)
-            ]
+            d["content"] = [_part_to_openai(p, images) for p in parts]
         if calls:
             d["tool_calls"] = [
                 {
