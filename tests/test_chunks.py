@@ -403,6 +403,12 @@ def test_check_pins_rejects_bad_specs(bad: Any) -> None:
     assert f"pin={bad!r}" in str(info.value)
 
 
+@pytest.mark.parametrize("bad", [1.5, object, "everything"])
+def test_check_pins_rejects_a_bare_bad_spec(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="unknown pin spec"):
+        check_pins(bad)
+
+
 def test_check_pins_accepts_bare_specs() -> None:
     assert check_pins(None) == ()
     assert check_pins("system") == ("system",)

@@ -157,8 +157,8 @@ def check_pins(pin: Iterable[PinSpec] | PinSpec | None) -> tuple[PinSpec, ...]:
     """Validate pin specs; a bare string or int is one spec."""
     if pin is None:
         return ()
-    if isinstance(pin, str | int):
-        pin = (pin,)
+    if isinstance(pin, str | int) or not isinstance(pin, Iterable):
+        pin = (pin,)  # a bare spec (a wrong one is reported below, naming it)
     specs = tuple(pin)
     for spec in specs:
         if isinstance(spec, bool) or not (isinstance(spec, int) or spec in PIN_NAMES):
