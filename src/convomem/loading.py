@@ -139,7 +139,6 @@ class _Loader:
 
     __slots__ = (
         "_base_delay",
-        "_collect",
         "_cursors",
         "_done",
         "_duplicates",
@@ -151,6 +150,7 @@ class _Loader:
         "_retried",
         "_retries",
         "_rng",
+        "collect",
         "cursor",
         "messages",
         "pages",
@@ -186,7 +186,7 @@ class _Loader:
         if on_page is not None:
             _check_callable("on_page", on_page)
         self._on_page: Callable[[LoadProgress], object] | None = on_page
-        self._collect = collect
+        self.collect = collect
         self.cursor: str | None = cursor
         self._cursors: set[str | None] = {cursor}
         self._ids: set[str] = set()
@@ -282,7 +282,7 @@ class _Loader:
         self._duplicates += len(page) - len(new)
         self.pages += 1
         self._failures = 0
-        if self._collect:
+        if self.collect:
             self.messages.extend(new)
         fetched_with = self.cursor
         if next_cursor is None or not page:
@@ -328,8 +328,8 @@ def _run(
             sleep(loader.failed(error))
             continue
         new = loader.accept(result)
-        if new:
-            yield list(new)
+        if new and not loader.collect:  # load_history reads loader.messages instead
+            yield list(new)  # a copy: never hand out the store's own list
 
 
 def iter_history(
@@ -430,8 +430,8 @@ async def _arun(
             await sleep(loader.failed(error))
             continue
         new = loader.accept(result)
-        if new:
-            yield list(new)
+        if new and not loader.collect:  # load_history reads loader.messages instead
+            yield list(new)  # a copy: never hand out the store's own list
 
 
 def aiter_history(
