@@ -512,24 +512,36 @@ def test_find_near_duplicates_matches_the_definition_on_both_backends(
     assert all(j < i and eligible[i] and eligible[j] and j not in got for i, j in got.items())
 
 
+def frozen(row: Sequence[float]) -> memoryview:
+    """A vector as EmbeddingCache returns it: a read-only float64 memoryview."""
+    return memoryview(struct.pack(f"<{len(row)}d", *row)).cast("d")
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     problem=problems(),
     edits=st.lists(
-        st.tuples(st.sampled_from(["append", "flip", "change", "truncate"]), st.integers(0, 30)),
+        st.tuples(
+            st.sampled_from(["append", "flip", "change", "mutate", "truncate"]),
+            st.integers(0, 30),
+        ),
         max_size=6,
     ),
     backend=st.sampled_from(["python", "numpy"]),
+    views=st.booleans(),
 )
 def test_finder_reuses_work_and_agrees_with_a_fresh_search(
     problem: tuple[list[list[float]], list[bool], float],
     edits: list[tuple[str, int]],
     backend: str,
+    views: bool,
 ) -> None:
-    vectors, eligible, threshold = problem
+    rows, eligible, threshold = problem
     finder = NearDuplicateFinder(threshold, backend=backend, block_size=3)  # type: ignore[arg-type]
-    pool = vectors or [[1.0] * 4]
-    dim = len(pool[0])
+    dim = len(rows[0]) if rows else 4
+    make = frozen if views else list
+    vectors: list[Any] = [make(r) for r in rows]
+    pool = vectors or [make([1.0] * dim)]  # shared objects, like cached vectors
     for op, k in [("none", 0), *edits]:
         if op == "append":
             vectors = [*vectors, pool[k % len(pool)]]
@@ -539,12 +551,12 @@ def test_finder_reuses_work_and_agrees_with_a_fresh_search(
             eligible[k % len(eligible)] ^= True
         elif op == "change" and vectors:
             vectors = list(vectors)
-            vectors[k % len(vectors)] = [float(k % 5 - 2)] * dim
+            vectors[k % len(vectors)] = make([float(k % 5 - 2)] * dim)
+        elif op == "mutate" and vectors and not views:
+            vectors[k % len(vectors)][0] += 1.0  # in place: the finder must notice
         elif op == "truncate":
-            vectors, eligible = (
-                vectors[: k % (len(vectors) + 1)],
-                eligible[: k % (len(vectors) + 1)],
-            )
+            cut = k % (len(vectors) + 1)
+            vectors, eligible = vectors[:cut], eligible[:cut]
         assume(not ambiguous(vectors, eligible, threshold))
         before = finder.computed
         got = finder.find(vectors, eligible)
@@ -574,6 +586,28 @@ def test_finder_appending_one_vector_compares_only_that_vector() -> None:
         finder.reset()
         finder.find(vecs, flags)
         assert finder.computed == 302 + 300
+
+
+@pytest.mark.parametrize("backend", ["python", "numpy"])
+def test_exact_copies_are_resolved_without_a_search(backend: Any) -> None:
+    a, b, c = [1.0, 0.0], [0.8, 0.6], [0.0, 1.0]  # cos(a, b) = 0.8, cos(b, c) = 0.6
+    finder = NearDuplicateFinder(0.75, backend=backend)
+    vectors = [a, b, a, c, b, b, c, a]
+    assert finder.find(vectors, [True] * 8) == {1: 0, 2: 0, 4: 0, 5: 0, 6: 3, 7: 0}
+    assert (finder.computed, finder.compared) == (8, 3)  # only a, b and c were searched
+    vectors += [[0.0, 2.0], c, b]
+    assert finder.find(vectors, [True] * 11) == {
+        1: 0, 2: 0, 4: 0, 5: 0, 6: 3, 7: 0, 8: 3, 9: 3, 10: 0
+    }  # fmt: skip
+    assert (finder.computed, finder.compared) == (11, 4)
+    # the first a becomes ineligible: everything is redone, and b now survives
+    flags = [False] + [True] * 10
+    expected = {2: 1, 4: 1, 5: 1, 6: 3, 7: 1, 8: 3, 9: 3, 10: 1}
+    assert find_near_duplicates(vectors, flags, 0.75, backend=backend) == expected
+    assert finder.find(vectors, flags) == expected
+    assert (finder.computed, finder.compared) == (21, 8)
+    assert finder.find(vectors, flags) == expected  # unchanged input: no work at all
+    assert (finder.computed, finder.compared) == (21, 8)
 
 
 def test_duplicate_of_a_dropped_duplicate_is_kept_unless_close_to_a_survivor() -> None:
