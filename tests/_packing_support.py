@@ -1,0 +1,218 @@
+"""Shared by the packing tests: random histories with tool calls and brute-force oracles."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+
+from convomem.chunks import Chunk, group_pairs, resolve_pins, validate_pairs
+from convomem.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from convomem.packing import REASONS, PackResult, countable_stub
+
+KINDS = (
+    "user",
+    "user",
+    "assistant",
+    "assistant",
+    "call",
+    "call",
+    "result",
+    "result",
+    "result",
+    "orphan",
+    "stray",
+    "system",
+)
+
+
+@st.composite
+def histories(draw: Any, max_size: int = 24, prefix: str = "m") -> list[Message]:
+    """Histories with parallel calls, results in any order and interleaved, orphans,
+    results mixed with strays (answered twice / never made), unanswered calls,
+    system messages, priorities and timestamps. Token counts are given."""
+    n = draw(st.integers(0, max_size))
+    out: list[Message] = []
+    open_calls: list[str] = []
+    answered: list[str] = []
+    calls = 0
+    for i in range(n):
+        kind = draw(st.sampled_from(KINDS))
+        tokens = draw(st.integers(0, 40))
+        priority = draw(st.sampled_from((0, 0, 0, 0, 0, 0, 1, 2)))
+        created = draw(st.none() | st.integers(0, 100).map(float))
+        role = "assistant"
+        content: Any
+        if kind == "call":
+            ids = []
+            for _ in range(draw(st.integers(1, 3))):
+                calls += 1
+                ids.append(f"{prefix}c{calls}")
+            open_calls.extend(ids)
+            content = [TextBlock("let me check")] * draw(st.integers(0, 1))
+            content += [ToolUseBlock(c, "lookup", {"q": c}) for c in ids]
+        elif kind == "result" and open_calls:
+            role = "tool"
+            k = draw(st.integers(1, min(2, len(open_calls))))
+            picks = [open_calls.pop(draw(st.integers(0, len(open_calls) - 1))) for _ in range(k)]
+            answered.extend(picks)
+            content = [ToolResultBlock(c, f"result for {c}") for c in picks]
+        elif kind == "stray" and open_calls and answered:
+            role = "tool"  # answers one open call, plus a call answered before
+            c = open_calls.pop(draw(st.integers(0, len(open_calls) - 1)))
+            content = [
+                ToolResultBlock(c, "ok"),
+                ToolResultBlock(draw(st.sampled_from(answered)), "again"),
+            ]
+            answered.append(c)
+        elif kind in ("result", "orphan", "stray"):
+            role = "tool"
+            content = [ToolResultBlock(f"{prefix}ghost{i}", "nobody asked")]
+        else:
+            role = kind
+            content = f"{kind} says {i}"
+        out.append(
+            Message(
+                f"{prefix}{i}",
+                role,
+                tokens,
+                content=content,
+                priority=priority,
+                created_at=created,
+            )
+        )
+    return out
+
+
+PIN_SPECS = st.lists(
+    st.sampled_from(("system", "first_user", "last_user", "tool_results", 0, 2, -1, -3, 50)),
+    max_size=3,
+    unique=True,
+).map(tuple)
+
+
+def originals(result: PackResult) -> list[Message]:
+    """``kept`` without the synthetic messages (summary, stubs)."""
+    synthetic = {id(m) for m in result.stubs}
+    if result.summary is not None:
+        synthetic.add(id(result.summary))
+    return [m for m in result.kept if id(m) not in synthetic]
+
+
+def check_invariants(
+    messages: Sequence[Message],
+    result: PackResult,
+    *,
+    pins: Sequence[Any],
+    tokenizer: Any,
+) -> None:
+    """What every strategy and stage combination must guarantee."""
+    assert validate_pairs(result.kept) == []
+    where = {id(m): i for i, m in enumerate(messages)}
+    orig = originals(result)
+    idx = [where[id(m)] for m in orig]  # KeyError: a kept message is not an input
+    assert idx == sorted(idx)
+    assert len(set(idx)) == len(idx)
+    dropped = [where[id(m)] for m in result.dropped]
+    assert dropped == sorted(dropped)
+    assert sorted(idx + dropped) == list(range(len(messages)))
+    for s in result.stubs:
+        assert s.metadata.get("convomem_stub") is True
+    decisions = result.decisions
+    assert [d.index for d in decisions] == list(range(len(messages)))
+    kept_set = set(idx)
+    for d in decisions:
+        assert d.kept == (d.index in kept_set)
+        assert d.reason in REASONS
+        assert d.id == messages[d.index].id
+    for i in resolve_pins(messages, pins):
+        d = decisions[i]
+        assert d.kept or d.reason in ("orphan", "unanswered"), (i, d)
+    assert result.token_count == tokenizer.count_messages(result.kept)
+    assert result.fits == (result.token_count <= result.budget)
+    assert result.headroom == result.budget - result.token_count
+    if not result.fits:
+        forced = sum(
+            tokenizer.count_message(messages[d.index]) for d in decisions if d.reason == "pinned"
+        ) + tokenizer.count_messages(result.stubs)
+        assert forced > result.budget or any(d.reason == "min_keep" for d in decisions)
+
+
+# ------------------------------------------------------------------------------ oracles
+
+
+def chunk_status(chunk: Chunk, unanswered: str, tokenizer: Any) -> tuple[bool, list[Message]]:
+    """(can be sent, stubs) of a chunk, decided naively."""
+    if chunk.orphan:
+        return False, []
+    stubs = [countable_stub(c, tokenizer) for c in sorted(chunk.pending)]
+    if chunk.pending and unanswered == "drop":
+        return False, []
+    return validate_pairs([*chunk.messages, *stubs]) == [], stubs
+
+
+def oracle_chunks(
+    messages: Sequence[Message], pins: Sequence[Any], tokenizer: Any, unanswered: str
+) -> list[tuple[Chunk, bool, int]]:
+    """Sendable chunks as (chunk, pinned, cost), from group_pairs and resolve_pins."""
+    out = []
+    for c in group_pairs(messages, resolve_pins(messages, pins)):
+        ok, stubs = chunk_status(c, unanswered, tokenizer)
+        if ok:
+            cost = tokenizer.count_messages(c.messages) + tokenizer.count_messages(stubs)
+            out.append((c, c.pinned, cost))
+    return out
+
+
+def oracle_recency(
+    messages: Sequence[Message],
+    budget: int,
+    pins: Sequence[Any],
+    tokenizer: Any,
+    *,
+    min_keep: int = 1,
+    contiguous: bool = False,
+    unanswered: str = "drop",
+    newest_first: bool = True,
+) -> set[str]:
+    """Ids kept by Recency (or, with newest_first=False, FirstFit)."""
+    chunks = oracle_chunks(messages, pins, tokenizer, unanswered)
+    room = budget - sum(cost for _, pinned, cost in chunks if pinned)
+    kept = {m.id for c, pinned, _ in chunks if pinned for m in c.messages}
+    free = [(c, cost) for c, pinned, cost in chunks if not pinned]
+    if newest_first:
+        free.reverse()
+    for n, (c, cost) in enumerate(free):
+        if n < min_keep or cost <= room:
+            room -= cost
+            kept.update(m.id for m in c.messages)
+        elif contiguous:
+            break
+    return kept
+
+
+def oracle_importance(
+    messages: Sequence[Message],
+    budget: int,
+    pins: Sequence[Any],
+    tokenizer: Any,
+    scorer: Any,
+    unanswered: str = "drop",
+) -> set[str]:
+    chunks = oracle_chunks(messages, pins, tokenizer, unanswered)
+    total = sum(cost for _, _, cost in chunks)
+    free = [
+        (max(scorer(m) for m in c.messages), c.start, c, cost) for c, p, cost in chunks if not p
+    ]
+    dropped: set[int] = set()
+    for _, start, _c, cost in sorted(free, key=lambda x: (x[0], x[1])):
+        if total <= budget:
+            break
+        dropped.add(start)
+        total -= cost
+    return {m.id for c, _, _ in chunks if c.start not in dropped for m in c.messages}
+
+
+def kept_ids(result: PackResult) -> set[str]:
+    return {m.id for m in originals(result)}
