@@ -440,24 +440,22 @@ class EmbeddingCache:
                 f"eligible={_short(eligible)}: has {len(eligible)} flags for "
                 f"{len(messages)} messages"
             )
+        if set(map(type, messages)) - {Message}:  # C-level check first: the common case
+            for i, m in enumerate(messages):
+                if not isinstance(m, Message):
+                    raise InvalidMessage(f"messages[{i}]", m, "must be a Message")
+        texts: list[str | None] = [m.text() for m in messages]
+        if eligible is not None:
+            texts = [t if e else None for t, e in zip(texts, eligible, strict=True)]
         cache = self._cache
-        texts: list[str | None] = []
         misses: dict[str, str] = {}
-        for i, m in enumerate(messages):
-            if not isinstance(m, Message):
-                raise InvalidMessage(f"messages[{i}]", m, "must be a Message")
-            if eligible is not None and not eligible[i]:
-                texts.append(None)
-                continue
-            t = m.text()
-            if t in cache:
-                texts.append(t)
-            elif not t or t.isspace():
-                texts.append(None)
-            else:
-                texts.append(t)
-                if t not in misses:
-                    misses[t] = m.id
+        for i in [i for i, t in enumerate(texts) if t is not None and t not in cache]:
+            t = texts[i]
+            assert t is not None
+            if not t or t.isspace():
+                texts[i] = None  # nothing to embed
+            elif t not in misses:
+                misses[t] = messages[i].id
         items = list(misses.items())
         size = self.batch_size
         return texts, [items[i : i + size] for i in range(0, len(items), size)]
@@ -538,15 +536,11 @@ class EmbeddingCache:
         zero = self._zeros.get(dim)
         if zero is None:
             zero = self._zeros[dim] = _freeze(array("d", bytes(8 * dim)))
-        cache = self._cache
-        out: list[Vector] = []
-        for t in texts:
-            if t is None:
-                out.append(zero)
-            else:
-                vec = fresh.get(t)
-                out.append(cache[t] if vec is None else vec)
-        return out
+        out: list[Vector | None] = list(map(self._cache.get, texts))  # type: ignore[arg-type]
+        for i in [i for i, vec in enumerate(out) if vec is None]:  # identity tests only
+            t = texts[i]
+            out[i] = zero if t is None else fresh[t]  # blank, or evicted meanwhile
+        return cast(list[Vector], out)
 
     # -- sync and async faces --------------------------------------------------------
 
@@ -656,16 +650,24 @@ def _row_key(v: Any) -> bytes:
     return _as_vector(v).tobytes()
 
 
+_UNTRUSTED: Final = object()  # never identical to a vector
+
+
 def _row_keys(
-    np: Any, vectors: Any, flags: list[bool], prev: tuple[list[Any], list[bytes | None]]
+    np: Any,
+    vectors: Any,
+    flags: list[bool],
+    prev: tuple[list[Any], list[bytes | None], list[bool]],
 ) -> tuple[list[bytes | None], list[Any], int | None]:
-    """Each eligible vector's float64 bytes (None for the others), which vectors are
-    immutable (bytes-backed float64 memoryviews, as EmbeddingCache returns), and the
-    common length. ``prev`` holds the previous call's immutable vectors and keys: the
-    same immutable object at the same place costs no work.
+    """Each eligible vector's float64 bytes (None for the others) and its identity tag.
+
+    A tag is the vector object itself when it is immutable (a bytes-backed float64
+    memoryview, as EmbeddingCache returns) or ineligible, else a sentinel. ``prev``
+    holds the previous call's tags, keys and flags: an unchanged leading run of identical
+    objects is recognised with C-level identity tests and its keys are reused. Also
+    returns the vectors' common length (None without eligible vectors).
     """
-    keys: list[bytes | None] = [None] * len(flags)
-    frozen: list[Any] = [None] * len(flags)
+    n = len(flags)
     if (
         np is not None
         and isinstance(vectors, np.ndarray)
@@ -673,28 +675,33 @@ def _row_keys(
         and vectors.dtype.kind in "biuf"
     ):
         mat = np.ascontiguousarray(vectors, dtype=np.float64)
-        for i, f in enumerate(flags):
-            if f:
-                keys[i] = mat[i].tobytes()
-        return keys, frozen, mat.shape[1] if any(flags) else None
+        keys: list[bytes | None] = [mat[i].tobytes() if f else None for i, f in enumerate(flags)]
+        return keys, [_UNTRUSTED] * n, mat.shape[1] if any(flags) else None
+    prev_tags, prev_keys, prev_flags = prev
+    same = list(map(operator.is_, vectors, prev_tags))  # stops at the shorter list
+    start = same.index(False) if False in same else len(same)
+    if flags[:start] != prev_flags[:start]:
+        start = next(i for i in range(start) if flags[i] != prev_flags[i])
+    keys = prev_keys[:start] + [None] * (n - start)
+    tags = prev_tags[:start] + [_UNTRUSTED] * (n - start)
     dim: int | None = None
     first = -1
-    prev_frozen, prev_keys = prev
-    known = len(prev_frozen)
-    for i, f in enumerate(flags):
-        if not f:
-            continue
+    for i in range(start):
+        key = keys[i]
+        if key is not None:
+            dim, first = len(key) // 8, i
+            break
+    for i in range(start, n):
         v = vectors[i]
-        if i < known and v is prev_frozen[i] and v is not None:
-            key = cast(bytes, prev_keys[i])
-            frozen[i] = v
-        else:
-            try:
-                key = _row_key(v)
-            except ValueError as exc:
-                raise EmbeddingError(f"vectors[{i}]: {exc}") from None
-            if type(v) is memoryview and v.obj is key:
-                frozen[i] = v
+        if not flags[i]:
+            tags[i] = v
+            continue
+        try:
+            key = _row_key(v)
+        except ValueError as exc:
+            raise EmbeddingError(f"vectors[{i}]: {exc}") from None
+        if type(v) is memoryview and v.obj is key:
+            tags[i] = v
         if dim is None:
             dim, first = len(key) // 8, i
         elif len(key) != 8 * dim:
@@ -702,7 +709,7 @@ def _row_keys(
                 f"vectors[{i}]: has {len(key) // 8} numbers; vectors[{first}] has {dim}"
             )
         keys[i] = key
-    return keys, frozen, dim
+    return keys, tags, dim
 
 
 def _normalize_python(row: Sequence[float]) -> tuple[float, ...] | None:
@@ -878,22 +885,21 @@ class NearDuplicateFinder:
     def reset(self) -> None:
         """Forget the previous call."""
         self._keys: list[bytes | None] = []
-        self._frozen: list[Any] = []  # the immutable vector objects of the last call
+        self._tags: list[Any] = []  # the last call's vectors where identity proves equality
+        self._flags: list[bool] = []
         self._positions: list[int] = []  # candidate -> index in the input
         # candidate -> its row in the backend state, or ~c: "an exact copy of candidate c"
         self._links: list[int] = []
         self._rows: list[int] = []  # backend row -> candidate
         self._first: dict[bytes, int] = {}  # a row's bytes -> the candidate holding it
         self._first_order: list[bytes] = []  # keys of _first, by candidate
+        self._target: list[int] = []  # candidate -> the candidate it duplicates, or -1
+        self._result: dict[int, int] = {}  # the answer, in increasing order
         self._state: _NumpyState | _PythonState | None = None
 
     def _common_prefix(self, keys: list[bytes | None]) -> int:
-        prev = self._keys
-        for i in range(min(len(prev), len(keys))):
-            a, b = prev[i], keys[i]
-            if a is not b and a != b:
-                return i
-        return min(len(prev), len(keys))
+        same = list(map(operator.eq, self._keys, keys))  # C-level; None == None
+        return same.index(False) if False in same else len(same)
 
     def find(self, vectors: Sequence[Vector] | Any, eligible: Sequence[bool]) -> dict[int, int]:
         """Map each near-duplicate's index to the earlier surviving index it repeats."""
@@ -904,7 +910,7 @@ class NearDuplicateFinder:
                 f"eligible={_short(eligible)}: has {len(eligible)} flags for {n} vectors"
             )
         flags = [bool(e) for e in eligible]
-        keys, frozen, dim = _row_keys(np, vectors, flags, (self._frozen, self._keys))
+        keys, tags, dim = _row_keys(np, vectors, flags, (self._tags, self._keys, self._flags))
         state = self._state
         fresh = state is None or dim is None or state.dim != dim
         keep = 0 if fresh else self._common_prefix(keys)
@@ -977,28 +983,35 @@ class NearDuplicateFinder:
             positions.append(p)
             links.append(link)
         self.computed += len(positions) - cand_keep
-        self._keys, self._frozen = keys, frozen
+        self._keys, self._tags, self._flags = keys, tags, flags
+        target, result = self._target, self._result
+        del target[cand_keep:]
+        while result and next(reversed(result)) >= keep:
+            result.popitem()
         if state is None:
             return {}
-        state.truncate(bisect_left(backend_rows, cand_keep))
+        rows_keep = bisect_left(backend_rows, cand_keep)
+        state.truncate(rows_keep)
         self.compared += len(units)
         if len(units):
             if isinstance(state, _NumpyState):
                 state.extend(units, self.threshold, self.block_size)
             else:
                 state.extend(units, self.threshold)
-        dup_of: Any = state.dup_of[: len(backend_rows)]
-        dup_rows: list[int] = dup_of.tolist() if np is not None else dup_of
-        target = [-1] * len(positions)  # candidate -> the candidate it duplicates, or -1
-        for i, link in enumerate(links):
+        new_dups: Any = state.dup_of[rows_keep : len(backend_rows)]
+        dup_rows: list[int] = new_dups.tolist() if np is not None else new_dups
+        for i in range(cand_keep, len(positions)):
+            link = links[i]
             if link >= 0:
-                d = dup_rows[link]
-                if d >= 0:
-                    target[i] = backend_rows[d]
+                d = dup_rows[link - rows_keep]
+                t = -1 if d < 0 else backend_rows[d]
             else:
                 c = ~link
-                target[i] = c if target[c] < 0 else target[c]
-        return {positions[i]: positions[t] for i, t in enumerate(target) if t >= 0}
+                t = c if target[c] < 0 else target[c]
+            target.append(t)
+            if t >= 0:
+                result[positions[i]] = positions[t]
+        return dict(result)
 
 
 def find_near_duplicates(
