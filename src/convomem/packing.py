@@ -466,14 +466,15 @@ class _MinTree:
         self._fix(lo, hi)
 
     def _fix(self, lo: int, hi: int) -> None:
+        """Recompute the parents of leaves ``[lo, hi)``."""
+        if lo >= hi:
+            return
         t = self.t
         lo += self.size
         hi += self.size
         while lo > 1:
             lo //= 2
             hi = (hi + 1) // 2
-            if hi <= lo:
-                hi = lo + 1
             t[lo:hi] = map(min, t[2 * lo : 2 * hi : 2], t[2 * lo + 1 : 2 * hi : 2])
 
     def prev_le(self, j: int, r: int) -> int:
