@@ -73,12 +73,11 @@ class ChunkBuilder:
         result_ids = message.tool_result_ids()
         open_ = self._open
         if result_ids:
-            targets = [open_[r] for r in result_ids if r in open_]
-            if not targets:
+            target = self.joins(message)
+            if target is None:
                 chunk = Chunk([message], [index], pinned, tokens, orphan=True)
                 self.chunks.append(chunk)
                 return chunk
-            target = min(targets, key=lambda c: c.indices[0])
             self._merge_tail_into(target)
             target.messages.append(message)
             target.indices.append(index)
@@ -96,6 +95,21 @@ class ChunkBuilder:
             chunk.pending.add(call_id)
             open_[call_id] = chunk
         return chunk
+
+    def joins(self, message: Message) -> Chunk | None:
+        """The live chunk ``message`` would join: the oldest open call it answers.
+
+        None for a message that answers no open call (no results, or an orphan). A
+        consumer that moved chunks out of ``chunks`` puts the returned chunk and every
+        newer one back before calling ``add``.
+        """
+        open_ = self._open
+        targets = [open_[r] for r in message.tool_result_ids() if r in open_]
+        return min(targets, key=lambda c: c.indices[0]) if targets else None
+
+    def has_open_calls(self) -> bool:
+        """True while some tool call in a live chunk still awaits its result."""
+        return bool(self._open)
 
     def _merge_tail_into(self, target: Chunk) -> None:
         chunks = self.chunks
