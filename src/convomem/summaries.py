@@ -209,6 +209,7 @@ class SummarizerAdapter:
     The signature is inspected once. The sync call runs a coroutine summarizer with
     ``asyncio.run`` when no loop is running; inside a running loop it raises
     ``AsyncSummarizerError`` (a RuntimeError) telling you to use the async method.
+    The async call runs a sync summarizer in a worker thread.
     """
 
     __slots__ = ("_acall", "_pass", "fn", "is_async", "name")
@@ -258,9 +259,19 @@ class SummarizerAdapter:
         return _check_text(result, self.name)
 
     async def acall(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
-        """Summarize asynchronously (a sync summarizer is simply called)."""
-        fn = self._acall if self._acall is not None else self.fn
-        result = self._invoke(fn, list(messages), previous)
+        """Summarize asynchronously.
+
+        An async summarizer (or an async ``acall`` twin) is awaited; a sync one runs in a
+        worker thread (``asyncio.to_thread``), so a slow or CPU-bound summarizer does not
+        block the event loop.
+        """
+        msgs = list(messages)
+        if self._acall is not None:
+            result = self._invoke(self._acall, msgs, previous)
+        elif self.is_async:
+            result = self._invoke(self.fn, msgs, previous)
+        else:
+            result = await asyncio.to_thread(self._invoke, self.fn, msgs, previous)
         if inspect.isawaitable(result):
             result = await result
         return _check_text(result, self.name)
@@ -572,7 +583,9 @@ class SummaryStats:
     retries: int = 0
     fallbacks: int = 0
     failures: int = 0
-    """Folds aborted with SummarizerError (state left unchanged)."""
+    """Folds and compressions aborted with SummarizerError (state left unchanged)."""
+    compressions: int = 0
+    """Successful ``compress`` calls (messages summarized on their own)."""
     skipped: int = 0
     """Messages passed to fold that were already covered (never re-summarized)."""
     background_replaced: int = 0
@@ -831,17 +844,19 @@ class RunningSummary:
         *,
         primary: bool = True,
         fallback: bool = True,
+        primary_adapter: SummarizerAdapter | None = None,
     ) -> _Gen[tuple[str, bool, str]]:
         """Primary with retries and backoff, then the fallback; SummarizerError if all fail."""
         errors: list[BaseException] = []
+        first = self._primary if primary_adapter is None else primary_adapter
         if primary:
             for attempt in range(self.retries + 1):
                 if attempt:
                     self._stats.retries += 1
                     yield _Sleep(self.backoff * 2 ** (attempt - 1))
                 try:
-                    text = yield _Call(self._primary, messages, previous)
-                    return text, False, self._primary.name
+                    text = yield _Call(first, messages, previous)
+                    return text, False, first.name
                 except AsyncSummarizerError:
                     raise
                 except Exception as exc:
@@ -855,7 +870,7 @@ class RunningSummary:
                 raise
             except Exception as exc:
                 errors.append(exc)
-        who = [self._primary.name] if primary else []
+        who = [first.name] if primary else []
         if fallback and self._fallback is not None:
             who.append(f"fallback {self._fallback.name}")
         last = errors[-1] if errors else None
@@ -1120,6 +1135,70 @@ class RunningSummary:
         """Wait until every background summarization has finished."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+    def _compress_gen(
+        self, messages: list[Message], summarizer: SummarizerAdapter | None
+    ) -> _Gen[Summary]:
+        text, degraded, name = yield from self._summarize_gen(
+            messages, None, primary_adapter=summarizer
+        )
+        facts: dict[tuple[str, str], Fact] = {}
+        if self.facts:
+            for f in extract_from_messages(messages):
+                facts.setdefault(f.key, f)
+        summary = Summary(
+            text,
+            messages[0].id,
+            messages[-1].id,
+            len(messages),
+            name,
+            None,
+            time.time(),
+            degraded,
+            tuple(facts.values()),
+            header="",
+        )
+        self._stats.compressions += 1
+        return replace(summary, tokens=self._tok.count(summary.content) + self._overhead)
+
+    def _check_compress(
+        self, messages: Iterable[Message], summarizer: SummarizerLike | None
+    ) -> tuple[list[Message], SummarizerAdapter | None]:
+        msgs = self._check(messages)
+        if not msgs:
+            raise InvalidMessage("messages", msgs, "must not be empty")
+        return msgs, None if summarizer is None else as_summarizer(summarizer)
+
+    def compress(
+        self, messages: Iterable[Message], *, summarizer: SummarizerLike | None = None
+    ) -> Summary:
+        """Summarize messages on their own, outside the running summary.
+
+        For messages that must shrink but stay in view (priority-1 compression). The
+        result covers exactly ``messages``, has no header, and carries every key fact
+        found in them (when ``facts`` is on); segments, coverage and the ledger are not
+        touched. ``summarizer`` replaces the primary for this call; retries and the
+        fallback apply as for a fold, and ``SummarizerError`` is raised if both fail.
+        Counted in ``stats`` (calls, input tokens, ``compressions``).
+        """
+        msgs, adapter = self._check_compress(messages, summarizer)
+        with self._tlock:
+            try:
+                return self._drive(self._compress_gen(msgs, adapter))
+            except SummarizerError:
+                self._stats.failures += 1
+                raise
+
+    async def acompress(
+        self, messages: Iterable[Message], *, summarizer: SummarizerLike | None = None
+    ) -> Summary:
+        """Async twin of ``compress``."""
+        msgs, adapter = self._check_compress(messages, summarizer)
+        try:
+            return await self._adrive(self._compress_gen(msgs, adapter))
+        except SummarizerError:
+            self._stats.failures += 1
+            raise
 
     def set_text(self, text: str) -> Summary:
         """Replace the narrative with text from outside (``summarizer="external"``).
