@@ -101,7 +101,7 @@ CACHED_STRATEGIES = (
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     seq=call_sequences(),
     budget=st.integers(1, 150),
@@ -437,6 +437,25 @@ def test_pack_openai() -> None:
     ]  # fmt: skip
     out = Packer(budget=100).pack_openai(dicts)
     assert [d["role"] for d in out] == ["system", "assistant", "tool", "user"]
+
+
+def test_pack_anthropic() -> None:
+    messages = [
+        {"role": "user", "content": "hi " * 400},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "42"}]},
+        {"role": "assistant", "content": "The answer is 42."},
+        {"role": "user", "content": "thanks"},
+    ]  # fmt: skip
+    system, out = Packer(budget=100).pack_anthropic(messages, system="be brief")
+    assert system == "be brief"
+    assert [(d["role"], d["content"][0]["type"]) for d in out[:2]] == [
+        ("assistant", "tool_use"),
+        ("user", "tool_result"),
+    ]
+    assert len(out) == 4
 
 
 # ------------------------------------------------------------------- async and I/O calls

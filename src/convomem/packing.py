@@ -1458,6 +1458,16 @@ class Packer:
 
         return to_openai(self.pack(from_openai(messages)).kept)
 
+    def pack_anthropic(
+        self,
+        messages: Iterable[Mapping[str, Any]],
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """Pack an Anthropic Messages API request; returns ``(system, messages)`` to send."""
+        from .formats.anthropic import from_anthropic, to_anthropic
+
+        return to_anthropic(self.pack(from_anthropic(messages, system=system)).kept)
+
     def __repr__(self) -> str:
         return (
             f"Packer(budget={self._budget}, tokenizer={self._tokenizer.name!r}, "
