@@ -8,7 +8,9 @@ from typing import Any
 
 from .budget import REPLY_PRIMING_TOKENS, ContextBudget
 from .errors import ConfigError, InvalidMessage, TokenizerError
+from .memory import ConversationMemory
 from .messages import Message
+from .summaries import SummarizerLike
 from .tokens import Tokenizer, get_tokenizer
 
 log = logging.getLogger("convomem.recipes")
@@ -75,6 +77,60 @@ class ConversationMemoryManager:
             recent.append(m)
         recent.reverse()
         return [{"role": m.role, "content": m.text()} for m in head + recent]
+
+
+class SlidingWindowMemory:
+    """The newest ``max_turns`` turns under ``max_tokens``, with priority tiers.
+
+    A turn starts at a user message. Priority 2 is never evicted and does not count
+    toward the window; priority 1 is compressed once (summarized on its own, keeping its
+    key facts) when the window first reaches it, and evicted like priority 0 the next
+    time; priority 0 is evicted oldest first. Both limits hold after every ``add``: at
+    most ``max_turns`` unpinned turns, and ``get_token_count() <= max_tokens``. System
+    messages are pinned. Evicted messages are not summarized (this is a window), but
+    they stay in the log of the underlying ``ConversationMemory`` (``memory``).
+
+    A thin composition: ``ConversationMemory(max_tokens, max_turns=max_turns,
+    summary=False, trigger=1.0, target=1.0)``, i.e. eviction happens exactly when a
+    limit is passed and removes just enough.
+    """
+
+    def __init__(
+        self,
+        max_turns: int = 20,
+        max_tokens: int = 4000,
+        *,
+        tokenizer: str | Tokenizer = "approx",
+        summarizer: SummarizerLike | None = None,
+    ) -> None:
+        self.max_turns = _positive_int("max_turns", max_turns)
+        self.max_tokens = _positive_int("max_tokens", max_tokens)
+        self.memory = ConversationMemory(
+            max_tokens,
+            tokenizer=tokenizer,
+            summarizer=summarizer,
+            summary=False,
+            trigger=1.0,
+            target=1.0,
+            max_turns=max_turns,
+        )
+
+    def add(self, role: str, content: str, priority: int = 0) -> None:
+        """Append a message (``priority`` 0, 1 or 2)."""
+        _check_text(role, content)
+        self.memory.add(role, content, priority=priority)
+
+    def get_context(self) -> list[dict[str, str]]:
+        """The window, oldest first, as ``{"role", "content"}`` dicts."""
+        return [{"role": m.role, "content": m.text()} for m in self.memory.context("messages")]
+
+    def get_token_count(self) -> int:
+        """Tokens the context costs as a request (overhead and reply priming included)."""
+        return self.memory.stats().context_tokens
+
+    def clear(self, keep_system: bool = True) -> None:
+        """Forget everything but (by default) the leading system messages."""
+        self.memory.clear(keep_system)
 
 
 class TokenBudgetManager:
