@@ -611,3 +611,21 @@ def test_selection_defaults() -> None:
     table = ChunkTable.build([msg("u", "user", 1)], tokenizer=GIVEN)
     sel = Selection(table)
     assert sel.kept == {} and sel.default == "budget" and sel.placement == "head"
+
+
+def test_the_same_object_twice_and_empty_inputs() -> None:
+    u = msg("u", "user", 5)
+    ms = (msg("s", "system", 5), u, msg("a", "assistant", 5), u)
+
+    def keep_all(messages: list[Message]) -> list[Message]:
+        return list(messages)
+
+    for strategy in (Recency(), [keep_all, Recency()]):
+        r = Packer(budget=100, tokenizer=GIVEN, strategy=strategy).pack(ms)
+        assert r.kept == list(ms) and all(d.kept for d in r.decisions)
+    r = Packer(budget=100, tokenizer=GIVEN, strategy=KeepRandom(1)).pack(ms)
+    assert len(r.kept) == sum(d.kept for d in r.decisions) and r.kept[0] is ms[0]
+    r = PackResult.from_kept(ms, [u, u], budget=100, tokenizer=GIVEN)
+    assert [d.kept for d in r.decisions] == [False, True, False, True]
+    empty = Packer(budget=10).pack([])
+    assert empty.kept == [] and empty.dropped == [] and empty.fits and empty.token_count == 0

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -93,6 +93,26 @@ def _check_items(messages: Sequence[object], start: int = 0) -> None:
         m = messages[i]
         if type(m) is not Message and not isinstance(m, Message):
             raise InvalidMessage(f"messages[{i}]", m, "must be a Message")
+
+
+class _Positions:
+    """Where each object sits in a list, by identity (an object may occur twice)."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, items: Sequence[object]) -> None:
+        at: dict[int, list[int]] = {}
+        for i, m in enumerate(items):
+            at.setdefault(id(m), []).append(i)
+        self._at = at
+
+    def after(self, m: object, last: int) -> int:
+        """The first position of ``m`` after ``last``, or -1."""
+        spots = self._at.get(id(m))
+        if not spots:
+            return -1
+        k = bisect_right(spots, last)
+        return spots[k] if k < len(spots) else -1
 
 
 # ---------------------------------------------------------------------------- results
@@ -194,7 +214,7 @@ class PackResult:
         check_budget(budget)
         tok = get_tokenizer(tokenizer)
         msgs = list(messages)
-        where = {id(m): i for i, m in enumerate(msgs)}
+        where = _Positions(msgs)
         out: list[Message] = []
         idx: list[int] = []
         last = -1
@@ -202,8 +222,8 @@ class PackResult:
             if summary is not None and m is summary:
                 out.append(m)
                 continue
-            i = where.get(id(m), -1)
-            if i <= last:
+            i = where.after(m, last)
+            if i < 0:
                 raise ConvomemError(
                     f"strategy {strategy!r}: kept message {m!r} is not one of the input "
                     "messages, or is out of order; keep the original objects in order"
@@ -1009,7 +1029,7 @@ class _Foreign(ChunkStrategy):
                 f"strategy {self.name!r}: pack() must return a PackResult, "
                 f"not {type(result).__name__}"
             )
-        where = {id(m): k for k, m in enumerate(seq)}
+        where = _Positions(seq)
         summary = result.summary
         placement: Placement = "head"
         kept_count: dict[int, int] = {}
@@ -1018,8 +1038,8 @@ class _Foreign(ChunkStrategy):
             if summary is not None and m is summary:
                 placement = "head" if n == 0 else "after_system"
                 continue
-            k = where.get(id(m), -1)
-            if k <= last:
+            k = where.after(m, last)
+            if k < 0:
                 raise ConvomemError(
                     f"strategy {self.name!r}: kept {m!r}, which is not one of the messages "
                     "it was given, or is out of order; keep the original objects in order"
@@ -1117,12 +1137,12 @@ def _run_filter(fn: object, t: ChunkTable, notes: dict[int, str]) -> ChunkTable:
             f"stage {name}: must return a list of messages (a subsequence of its input), "
             f"not {type(out).__name__}"
         )
-    where = {id(m): k for k, m in enumerate(given)}
+    where = _Positions(given)
     chosen: set[int] = set()
     last = -1
     for j, m in enumerate(out):
-        k = where.get(id(m), -1)
-        if k <= last:
+        k = where.after(m, last)
+        if k < 0:
             raise ConvomemError(
                 f"stage {name}: must return a subsequence of its input (the same Message "
                 f"objects, in order); item {j} ({m!r}) is not"
