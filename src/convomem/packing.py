@@ -617,6 +617,7 @@ class ChunkTable:
         self.stubber = stubber
         self._pmin: list[int] | None = None
         self._smin: list[int] | None = None
+        self._system: list[int] | None = None
 
     @classmethod
     def build(
@@ -689,6 +690,15 @@ class ChunkTable:
     def good_positions(self) -> list[int]:
         """Sorted positions of every chunk that can be sent (pinned or free)."""
         return [p for p, s in enumerate(self.status) if s in (OK, STUBBED)]
+
+    def system_positions(self) -> list[int]:
+        """Sorted positions of the chunks whose first message is a system message."""
+        cached = self._system
+        if cached is None:
+            cached = self._system = [
+                p for p, c in enumerate(self.chunks) if c.messages[0].role == "system"
+            ]
+        return cached
 
     def messages_at(self, p: int) -> list[Message]:
         """The input messages of chunk ``p`` (the caller's objects), in order."""
@@ -1232,6 +1242,7 @@ class _LiveTable(ChunkTable):
         self.starts: list[int] = []
         self.spin_pos: list[int] = []
         self.bad_pos: list[int] = []
+        self._system = []
         self.tree = _MinTree()
         self.first_user: int | None = None
         self.last_user: int | None = None
@@ -1294,6 +1305,9 @@ class _LiveTable(ChunkTable):
         del self.free[low:], self.spin[low:]
         del self.spin_pos[bisect_left(self.spin_pos, low) :]
         del self.bad_pos[bisect_left(self.bad_pos, low) :]
+        system = self._system
+        assert system is not None
+        del system[bisect_left(system, low) :]
         for p in [p for p in self.stubs if p >= low]:
             del self.stubs[p]
         self.chunks.extend(tail)
@@ -1304,6 +1318,8 @@ class _LiveTable(ChunkTable):
             self.cost.append(cost)
             self.status.append(st)
             self.starts.append(c.indices[0])
+            if c.messages[0].role == "system":
+                system.append(p)
             if sb:
                 self.stubs[p] = sb
             good = st in (OK, STUBBED)

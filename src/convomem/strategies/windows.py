@@ -53,16 +53,18 @@ class MaxTurns(Window):
                     break
         if cut <= 0:
             return [p for p in range(len(chunks)) if free[p]], []
-        keep: list[int] = []
-        dropped: list[int] = []
-        for p in range(cut):
-            if free[p]:
-                if msgs[chunks[p].indices[0]].role == "system":
-                    keep.append(p)
-                else:
-                    dropped.append(p)
+        # Before the cut only free chunks that start with a system message stay; the
+        # dropped free chunks between them form the runs (O(system chunks), not O(n)).
+        keep = [p for p in table.system_positions() if p < cut and free[p]]
+        runs: list[tuple[int, int]] = []
+        lo = -1
+        for hi in [*keep, cut]:
+            start = table.next_free(lo + 1)
+            if 0 <= start < hi:
+                runs.append((start, table.prev_free(hi)))
+            lo = hi
         keep.extend(p for p in range(cut, len(chunks)) if free[p])
-        return keep, runs_of(dropped, free)
+        return keep, runs
 
     def __repr__(self) -> str:
         return f"MaxTurns({self.n})"
