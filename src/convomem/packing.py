@@ -618,6 +618,7 @@ class ChunkTable:
         self._pmin: list[int] | None = None
         self._smin: list[int] | None = None
         self._system: list[int] | None = None
+        self._memo: dict[int, list[Any]] = {}
 
     @classmethod
     def build(
@@ -699,6 +700,18 @@ class ChunkTable:
                 p for p, c in enumerate(self.chunks) if c.messages[0].role == "system"
             ]
         return cached
+
+    def memo(self, owner: object) -> list[Any]:
+        """A per-position list a strategy may fill (``memo[p]`` for chunk ``p``).
+
+        In a Packer's table it survives across calls and is cut back to the positions
+        that did not change, so a strategy computes per-chunk values (scores,
+        embeddings) only for new chunks. Values must depend on the chunk's messages only.
+        """
+        lst = self._memo.get(id(owner))
+        if lst is None:
+            lst = self._memo[id(owner)] = []
+        return lst
 
     def messages_at(self, p: int) -> list[Message]:
         """The input messages of chunk ``p`` (the caller's objects), in order."""
@@ -1243,6 +1256,7 @@ class _LiveTable(ChunkTable):
         self.spin_pos: list[int] = []
         self.bad_pos: list[int] = []
         self._system = []
+        self._memo = {}
         self.tree = _MinTree()
         self.first_user: int | None = None
         self.last_user: int | None = None
@@ -1308,6 +1322,8 @@ class _LiveTable(ChunkTable):
         system = self._system
         assert system is not None
         del system[bisect_left(system, low) :]
+        for memo in self._memo.values():
+            del memo[low:]
         for p in [p for p in self.stubs if p >= low]:
             del self.stubs[p]
         self.chunks.extend(tail)

@@ -8,7 +8,9 @@ budget: their reason is ``"min_keep"`` when they did not fit.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
+from itertools import accumulate
 
 from ..errors import ConfigError, ConvomemError
 from ..messages import Message
@@ -164,17 +166,18 @@ class Importance(ChunkStrategy):
 
     def select(self, table: ChunkTable, budget: int) -> Selection:
         cost = table.cost
+        scores = table.memo(self)  # a Packer's table keeps the scores of old chunks
+        for p in range(len(scores), len(table)):
+            scores.append(self._score(table, p))
         candidates = [p for p, f in enumerate(table.free) if f]
-        total = table.pinned_cost() + sum(cost[p] for p in candidates)
-        kept = dict.fromkeys(candidates, "fits")
-        if total > budget:
-            order = sorted(candidates, key=lambda p: (self._score(table, p), p))
-            for p in order:
-                if total <= budget:
-                    break
-                del kept[p]
-                total -= cost[p]
-        return Selection(table, kept)
+        total = table.pinned_cost() + sum(map(cost.__getitem__, candidates))
+        need = total - budget
+        if need <= 0:
+            return Selection(table, dict.fromkeys(candidates, "fits"))
+        order = sorted(candidates, key=scores.__getitem__)  # stable: ties, older first
+        dropped = list(accumulate(map(cost.__getitem__, order)))
+        cut = bisect_left(dropped, need) + 1  # the shortest prefix that frees enough
+        return Selection(table, dict.fromkeys(order[cut:], "fits"))
 
     def __repr__(self) -> str:
         name = "None" if self.scorer is default_scorer else repr(self.scorer)
