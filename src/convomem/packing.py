@@ -904,6 +904,13 @@ class ChunkStrategy:
     ``plan(table, budget)``, a generator that may ``yield Call(...)`` for I/O and
     returns a ``Selection``. ``pack`` / ``pack_async`` (the ``Strategy`` protocol)
     chunk and count the messages afresh; a ``Packer`` reuses its table across calls.
+
+    Patterns: a summarizing stage runs ``Recency().select(table, budget - reserve)``,
+    yields one ``Call`` to its summarizer, and returns the selection with ``summary``,
+    ``placement`` and ``default="summarized"``. A dedup stage marks duplicates, runs
+    ``sel = yield from fallback.plan(table.subset(rest), budget)`` and records the
+    duplicates' input indices in ``sel.notes`` (reason ``"duplicate"``). Per-chunk
+    values worth keeping across calls go in ``table.memo(self)``.
     """
 
     name: str = "chunk"
@@ -1009,6 +1016,7 @@ def runs_of(dropped: Iterable[int], free: bytearray) -> list[tuple[int, int]]:
 
 
 Stage: TypeAlias = "Window | Strategy | ChunkStrategy | Callable[[list[Message]], list[Message]]"
+"""What a stage list may hold: windows and plain functions, then one budget strategy."""
 
 
 def _stage_name(stage: object) -> str:
@@ -1114,7 +1122,7 @@ class Pipeline(ChunkStrategy):
                 )
         self.stages: tuple[object, ...] = tuple(stages)
         self._pre: tuple[object, ...] = tuple(pre)
-        self._last: ChunkStrategy = as_strategy(last, top=False)
+        self._last: ChunkStrategy = as_strategy(last)
         self.name = " -> ".join(_stage_name(s) for s in stages)
 
     def plan(self, table: ChunkTable, budget: int) -> PlanGen:
@@ -1186,7 +1194,7 @@ def _run_filter(fn: object, t: ChunkTable, notes: dict[int, str]) -> ChunkTable:
     )
 
 
-def as_strategy(strategy: object, *, top: bool = True) -> ChunkStrategy:
+def as_strategy(strategy: object) -> ChunkStrategy:
     """Normalize a strategy option: a strategy, a stage list, or a user ``Strategy``."""
     if isinstance(strategy, list | tuple):
         return Pipeline(*strategy)
@@ -1416,6 +1424,10 @@ class Packer:
     answers calls that were never answered with an error result instead of dropping
     them. The Packer caches its previous call and is safe to share: a concurrent call
     while one is running works on a fresh table instead of the cache.
+
+    The cache is used when the new list starts with the previous one: the same objects
+    (cheap), or equal ``Message`` objects (a list rebuilt every turn costs one
+    ``Message.__eq__`` per old message, about a microsecond each, but no token counting).
     """
 
     def __init__(
