@@ -629,3 +629,11 @@ def test_the_same_object_twice_and_empty_inputs() -> None:
     assert [d.kept for d in r.decisions] == [False, True, False, True]
     empty = Packer(budget=10).pack([])
     assert empty.kept == [] and empty.dropped == [] and empty.fits and empty.token_count == 0
+
+
+def test_messages_without_ids_and_tuples_pack() -> None:
+    from convomem.messages import TextBlock
+
+    ms = (Message(role="system", content="rules"), Message(role="user", content=[TextBlock("hi")]))
+    r = Packer(budget=100).pack(ms)
+    assert r.kept == list(ms) and len({m.id for m in ms}) == 2
