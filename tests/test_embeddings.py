@@ -78,6 +78,12 @@ def test_hashing_is_normalized_deterministic_and_backend_independent(
     assert py.embed_batch([text]) == [vec]
 
 
+def test_hashing_long_texts_agree_across_paths() -> None:
+    text = "A long tool output, line after line. " * 300 + "ÿ\U0001f600"
+    vec = HashingEmbedder(backend="python").embed(text)
+    assert HashingEmbedder().embed(text) == vec == HashingEmbedder().embed_batch([text])[0]
+
+
 def test_hashing_identical_text_has_cosine_one_and_near_duplicates_are_close() -> None:
     e = HashingEmbedder()
     a = e.embed("Could you tell me the status of order 1234, please?")

@@ -83,6 +83,7 @@ _FNV_PRIME: Final = 0x100000001B3
 _MIX1: Final = 0xFF51AFD7ED558CCD
 _MIX2: Final = 0xC4CEB9FE1A85EC53
 _BATCH_CHARS: Final = 1 << 20  # characters hashed per numpy pass (bounds its memory)
+_LONG_TEXT: Final = 200  # a single text longer than this is hashed with numpy, if installed
 
 
 def _is_int(value: object) -> bool:
@@ -257,7 +258,11 @@ class HashingEmbedder:
 
     def embed(self, text: str) -> list[float]:
         """The L2-normalized hashed n-gram vector of ``text`` (``dim`` floats)."""
-        return self._embed_python(self._prepare(text))
+        text = self._prepare(text)
+        if self._np is not None and len(text) > _LONG_TEXT:
+            row: list[float] = self._embed_numpy([text])[0].tolist()
+            return row
+        return self._embed_python(text)
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         """``embed`` of each text, in order (vectorized with numpy when available)."""
