@@ -107,3 +107,63 @@ def test_console_script_entry_point() -> None:
     )
     assert proc.returncode == 0
     assert proc.stdout.startswith("convomem ")
+
+
+@pytest.mark.parametrize("strategy", ["recency", "firstfit", "importance", "dedup"])
+def test_pack_writes_valid_json_under_budget(strategy: str) -> None:
+    from convomem.chunks import validate_pairs
+    from convomem.formats.openai import from_openai
+    from convomem.tokens import get_tokenizer
+
+    code, out, err = run(
+        "pack", str(EXAMPLE), "--budget", "1200", "--strategy", strategy, "--tokenizer", "words"
+    )
+    assert code == 0
+    packed = from_openai(json.loads(out))
+    assert validate_pairs(packed) == []
+    assert packed[0].role == "system"
+    assert get_tokenizer("words").count_messages(packed) <= 1200
+    kept, dropped = err.strip().splitlines()[-1].split(", ")[:2]
+    assert kept == f"kept {len(packed)}"
+    assert int(dropped.split()[1]) > 0
+    assert err.strip().endswith("of 1200 tokens")
+
+
+def test_pack_explain_and_anthropic_format() -> None:
+    code, out, err = run(
+        "pack", str(EXAMPLE), "--budget", "600", "--format", "anthropic", "--explain"
+    )
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["system"].startswith("You are Ada")
+    assert all(m["role"] in ("user", "assistant") for m in payload["messages"])
+    table = err.splitlines()
+    assert table[0].startswith("recency: kept ")
+    assert table[1].split() == ["#", "id", "role", "tokens", "kept", "reason"]
+    assert any(line.rstrip().endswith("pinned") for line in table)
+    assert any(line.rstrip().endswith("budget") for line in table)
+
+
+def test_pack_over_budget_says_so() -> None:
+    code, _, err = run("pack", str(EXAMPLE), "--budget", "10", "--pin", "system")
+    assert code == 0
+    assert "OVER BUDGET" in err
+
+
+def test_pack_bad_budget_exit_2() -> None:
+    code, out, err = run("pack", str(EXAMPLE), "--budget", "0")
+    assert code == 2 and out == "" and "budget must be positive" in err
+
+
+def test_estimate_reports_common_budgets() -> None:
+    code, out, _ = run("estimate", str(EXAMPLE), "--tokenizer", "words")
+    assert code == 0
+    first, *rows = out.splitlines()
+    from convomem.formats.openai import from_openai
+    from convomem.tokens import get_tokenizer
+
+    total = get_tokenizer("words").count_messages(from_openai(json.loads(EXAMPLE.read_text())))
+    assert first.endswith(f"{total} tokens (words)")
+    assert rows[0].split(":")[0].strip() == "4,096"
+    assert rows[-1].strip() == "1,000,000: fits"
+    assert any("over by" in r for r in rows) == (total > 4096)

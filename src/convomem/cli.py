@@ -147,6 +147,71 @@ def cmd_window(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+STRATEGIES = ("recency", "firstfit", "importance", "dedup")
+
+
+def _strategy(name: str) -> object:
+    from . import strategies
+
+    if name == "recency":
+        return strategies.Recency()
+    if name == "firstfit":
+        return strategies.FirstFit()
+    if name == "importance":
+        return strategies.Importance()
+    from .embeddings import HashingEmbedder
+    from .strategies.dedup import SemanticDedup
+
+    return SemanticDedup(HashingEmbedder())
+
+
+def cmd_pack(args: argparse.Namespace, out: TextIO) -> int:
+    from .formats.anthropic import to_anthropic
+    from .formats.openai import to_openai
+    from .packing import Packer
+
+    messages = read_conversation(args.file)
+    packer = Packer(
+        budget=args.budget,
+        tokenizer=args.tokenizer,
+        strategy=_strategy(args.strategy),
+        pin=tuple(args.pin) if args.pin else ("system",),
+    )
+    result = packer.pack(messages)
+    payload: Any
+    if args.format == "anthropic":
+        system, turns = to_anthropic(result.kept)
+        payload = (
+            {"system": system, "messages": turns} if system is not None else {"messages": turns}
+        )
+    else:
+        payload = to_openai(result.kept)
+    json.dump(payload, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+    if args.explain:
+        sys.stderr.write(result.explain() + "\n")
+    sys.stderr.write(
+        f"kept {len(result.kept)}, dropped {len(result.dropped)}, "
+        f"{result.token_count} of {result.budget} tokens"
+        f"{'' if result.fits else ' (OVER BUDGET: pinned messages alone exceed it)'}\n"
+    )
+    return 0
+
+
+COMMON_BUDGETS = (4_096, 8_192, 16_384, 32_768, 128_000, 200_000, 1_000_000)
+
+
+def cmd_estimate(args: argparse.Namespace, out: TextIO) -> int:
+    messages = read_conversation(args.file)
+    tok = get_tokenizer(args.tokenizer)
+    total = tok.count_messages(messages)
+    out.write(f"{len(messages)} messages, {total} tokens ({tok.name})\n")
+    for budget in COMMON_BUDGETS:
+        verdict = "fits" if total <= budget else f"over by {total - budget}"
+        out.write(f"  {budget:>9,}: {verdict}\n")
+    return 0
+
+
 def _tokenizer_arg(value: str) -> str:
     try:
         get_tokenizer(value)  # fail early, with the list of valid specs
@@ -193,6 +258,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--pin", action="append", type=_pin_arg, help="pin spec (system, last_user, index...)"
     )
     p.set_defaults(func=cmd_window)
+
+    p = sub.add_parser("pack", help="pack to a budget; JSON to stdout, a summary to stderr")
+    add_common(p)
+    p.add_argument("--budget", type=int, required=True, help="token budget")
+    p.add_argument("--strategy", choices=STRATEGIES, default="recency")
+    p.add_argument(
+        "--pin", action="append", type=_pin_arg, help="pin spec (default: system); repeatable"
+    )
+    p.add_argument("--format", choices=("openai", "anthropic"), default="openai")
+    p.add_argument("--explain", action="store_true", help="print why each message was kept")
+    p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("estimate", help="total tokens and which common budgets it fits")
+    add_common(p)
+    p.set_defaults(func=cmd_estimate)
     return parser
 
 
