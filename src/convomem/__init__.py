@@ -1,6 +1,12 @@
-"""convomem: the memory of a conversational agent."""
+"""convomem: the memory of a conversational agent.
+
+A log of messages and views of it under a token budget: paginated loading, an
+incremental window, tool-pair-safe packing strategies, running summaries that never
+lose history, and one session object that puts them together.
+"""
 
 from ._version import __version__
+from .budget import ContextBudget
 from .chunks import (
     Chunk,
     PairProblem,
@@ -9,16 +15,37 @@ from .chunks import (
     resolve_pins,
     validate_pairs,
 )
+from .embeddings import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingError,
+    HashingEmbedder,
+    NearDuplicateFinder,
+    find_near_duplicates,
+)
 from .errors import (
     ConfigError,
     ConvomemError,
     HistoryLoadError,
     InvalidMessage,
     MissingDependency,
+    SummarizerError,
     TokenizerError,
     TransientError,
 )
+from .facts import Fact, FactLedger, extract_facts
+from .forgetting import evict_conversations
+from .formats.anthropic import from_anthropic, to_anthropic
 from .formats.openai import from_openai, to_openai
+from .loading import (
+    InvalidPage,
+    LoadProgress,
+    aiter_history,
+    aload_history,
+    iter_history,
+    load_history,
+)
+from .memory import ConversationMemory, MemoryStats
 from .messages import (
     Block,
     ImageBlock,
@@ -28,33 +55,103 @@ from .messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from .packing import Decision, Packer, PackResult, Strategy
+from .recipes import ConversationMemoryManager, SlidingWindowMemory, TokenBudgetManager
+from .stores import AsyncStore, InMemoryStore, Store
+from .strategies import (
+    FirstFit,
+    HeadTail,
+    Importance,
+    MaxAge,
+    MaxTurns,
+    Pipeline,
+    Recency,
+    default_scorer,
+)
+from .summaries import (
+    ExtractiveSummarizer,
+    RunningSummary,
+    Summarizer,
+    Summary,
+    TruncatingSummarizer,
+    as_summarizer,
+)
 from .tokens import BaseTokenizer, Tokenizer, get_tokenizer
+from .window import History, longest_fitting_run
 
 __all__ = [
+    "AsyncStore",
     "BaseTokenizer",
     "Block",
     "Chunk",
     "ConfigError",
+    "ContextBudget",
+    "ConversationMemory",
+    "ConversationMemoryManager",
     "ConvomemError",
+    "Decision",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingError",
+    "ExtractiveSummarizer",
+    "Fact",
+    "FactLedger",
+    "FirstFit",
+    "HashingEmbedder",
+    "HeadTail",
+    "History",
     "HistoryLoadError",
     "ImageBlock",
+    "Importance",
+    "InMemoryStore",
     "InvalidMessage",
+    "InvalidPage",
+    "LoadProgress",
+    "MaxAge",
+    "MaxTurns",
+    "MemoryStats",
     "Message",
     "MissingDependency",
+    "NearDuplicateFinder",
+    "PackResult",
+    "Packer",
     "PairProblem",
+    "Pipeline",
+    "Recency",
     "Role",
+    "RunningSummary",
+    "SlidingWindowMemory",
+    "Store",
+    "Strategy",
+    "Summarizer",
+    "SummarizerError",
+    "Summary",
     "TextBlock",
+    "TokenBudgetManager",
     "Tokenizer",
     "TokenizerError",
     "ToolResultBlock",
     "ToolUseBlock",
     "TransientError",
+    "TruncatingSummarizer",
     "__version__",
+    "aiter_history",
+    "aload_history",
+    "as_summarizer",
+    "default_scorer",
+    "evict_conversations",
+    "extract_facts",
+    "find_near_duplicates",
+    "from_anthropic",
     "from_openai",
     "get_tokenizer",
     "group_pairs",
+    "iter_history",
+    "load_history",
+    "longest_fitting_run",
     "repair_pairs",
     "resolve_pins",
+    "to_anthropic",
     "to_openai",
     "validate_pairs",
 ]
