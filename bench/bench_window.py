@@ -86,16 +86,17 @@ def agent_loop(msgs: list[Message], limit: int) -> int:
 
 
 def timed(fn: Callable[[list[Message], int], int], msgs: list[Message]) -> float:
+    """CPU seconds of one run: on a shared machine, other processes' load stays out."""
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     fn(msgs, LIMIT)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="messages (default 10^6)")
-    parser.add_argument("--repeat", type=int, default=5, help="best of this many rounds")
+    parser.add_argument("--repeat", type=int, default=7, help="best of this many rounds")
     args = parser.parse_args()
     n, small = args.n, args.n // 10
 
@@ -112,8 +113,10 @@ def main() -> None:
         "agent_small": (agent_loop, agent[:small]),
     }
     best = dict.fromkeys(cases, float("inf"))
-    for _ in range(args.repeat):  # interleaved rounds: load on the machine hits every case
+    for r in range(args.repeat):  # interleaved rounds: load on the machine hits every case
         for name, (fn, msgs) in cases.items():
+            if name.startswith("agent") and r >= 3:
+                continue  # the slow general path: three rounds are enough
             best[name] = min(best[name], timed(fn, msgs))
     bare, hist, hist_small = best["bare"], best["hist"], best["hist_small"]
     agent_big, agent_small = best["agent"], best["agent_small"]

@@ -259,14 +259,19 @@ class History:
         if total <= self._limit:
             self._total = total
             return []
-        dropped: list[str] = []
-        if self._loose:  # released pinned chunks go first: they are older than the deque
+        # Drop the oldest pairs inline; chunks, pins and released pins go to _compact.
+        e = dq.popleft()  # never empty: the new message is in it
+        if type(e) is not tuple or self._loose:
+            dq.appendleft(e)
+            dropped: list[str] = []
             self._total = self._compact(total, dropped)
             return dropped
+        old = e[0].id
+        total -= e[1]
+        ids.discard(old)
+        dropped = [old]
         lim = self._lim
-        while total > lim:
-            if not dq:
-                break
+        while total > lim and dq:
             e = dq.popleft()
             if type(e) is not tuple:
                 dq.appendleft(e)
