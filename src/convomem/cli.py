@@ -212,6 +212,57 @@ def cmd_estimate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace, out: TextIO) -> int:
+    from .simulate import STRATEGIES, plot_cumulative_cost, simulate
+
+    messages = read_conversation(args.file)
+    price_in = args.price_in
+    price_cached = args.price_cached if args.price_cached is not None else price_in / 2
+    names = args.strategy or list(STRATEGIES)
+    if "full" not in names:
+        names = ["full", *names]
+    runs = simulate(messages, args.budget, strategies=names, tokenizer=args.tokenizer)
+    full_cost = sum(runs[0].turn_costs(price_in, price_cached))
+    rows = []
+    for run in runs:
+        cost = sum(run.turn_costs(price_in, price_cached))
+        rows.append(
+            (
+                run.name,
+                run.turns,
+                f"{sum(run.input_tokens):,}",
+                f"{sum(run.cached_tokens):,}",
+                f"{sum(run.summarizer_tokens):,}",
+                f"{run.cache_hit_rate():.0%}",
+                f"${cost:.4f}",
+                f"{cost / full_cost:.2f}" if full_cost else "-",
+            )
+        )
+    _table(
+        rows,
+        ("strategy", "turns", "input", "cached", "summarizer", "prefix kept", "cost", "vs full"),
+        out,
+    )
+    out.write(
+        f"budget {args.budget} tokens ({get_tokenizer(args.tokenizer).name}); "
+        f"${price_in}/M input, ${price_cached}/M cached\n"
+    )
+    if args.plot:
+        plot_cumulative_cost(runs, price_in, price_cached, args.plot)
+        out.write(f"wrote {args.plot}\n")
+    return 0
+
+
+def _price_arg(value: str) -> float:
+    try:
+        price = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not price >= 0 or price == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: must be a non-negative price")
+    return price
+
+
 def _tokenizer_arg(value: str) -> str:
     try:
         get_tokenizer(value)  # fail early, with the list of valid specs
@@ -269,6 +320,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("openai", "anthropic"), default="openai")
     p.add_argument("--explain", action="store_true", help="print why each message was kept")
     p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("simulate", help="replay turn by turn and price each strategy")
+    add_common(p)
+    p.add_argument("--budget", type=int, required=True, help="token budget per turn")
+    p.add_argument(
+        "--strategy",
+        action="append",
+        choices=("full", "recency", "summary-evict", "memory"),
+        help="strategy to replay (repeatable; default all; 'full' is always shown)",
+    )
+    p.add_argument("--price-in", type=_price_arg, default=2.5, help="USD per 1M input tokens")
+    p.add_argument(
+        "--price-cached", type=_price_arg, default=None, help="USD per 1M cached tokens (half)"
+    )
+    p.add_argument("--plot", metavar="PNG", help="draw cumulative cost per turn (extra plot)")
+    p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("estimate", help="total tokens and which common budgets it fits")
     add_common(p)
