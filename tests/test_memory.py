@@ -167,6 +167,13 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     waiting = {m.id for _, m in mem._to_fold}
     assert view | folded | waiting == {m.id for m in added}
     assert not view & folded
+    # The running totals match a recount.
+    chunks = list(mem._builder.chunks)
+    assert mem._free_tokens == sum(c.tokens for c in chunks if not c.pinned)
+    assert mem._pinned_tokens == sum(c.tokens for c in chunks if c.pinned)
+    assert all(c.tokens == APPROX.count_messages(c.messages) for c in chunks)
+    unpinned_users = [m for c in chunks if not c.pinned for m in c.messages if m.role == "user"]
+    assert mem._turns == sum(COMPRESSED_KEY not in m.metadata for m in unpinned_users)
     # Summarized messages were folded exactly once.
     assert stats.summarized_messages == len(folded)
 
@@ -176,18 +183,39 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     conv=conversations(60),
     budget=st.integers(160, 700),
     max_turns=st.one_of(st.none(), st.integers(1, 6)),
+    pin=st.sampled_from(
+        [
+            ("system",),
+            ("system", "last_user"),
+            ("system", "first_user"),
+            ("system", "tool_results"),
+            ("system", -1, -3),
+            ("system", 4),
+        ]
+    ),
 )
 def test_random_conversations_keep_every_invariant(
-    conv: list[Message], budget: int, max_turns: int | None
+    conv: list[Message], budget: int, max_turns: int | None, pin: tuple[Any, ...]
 ) -> None:
-    mem = ConversationMemory(budget, max_turns=max_turns)
+    mem = ConversationMemory(budget, max_turns=max_turns, pin=pin)
     for i, m in enumerate(conv):
         mem.add_message(m)
         if i % 3 == 0 or i == len(conv) - 1:
             check_invariants(mem, conv[: i + 1])
-    if max_turns is not None:
-        users = [m for m in body(mem.context("messages")) if m.role == "user" and m.priority != 2]
-        assert len(users) <= max_turns
+        if max_turns is not None:  # compressed and pinned user messages are not turns
+            assert count_turns(mem) <= max_turns
+
+
+def count_turns(mem: ConversationMemory) -> int:
+    protected = {m.id for c in mem._builder.chunks if mem._protected(c) for m in c.messages}
+    return sum(
+        1
+        for m in body(mem.context("messages"))
+        if m.role == "user"
+        and m.id not in protected
+        and m.id not in {h.id for h in mem._head}
+        and COMPRESSED_KEY not in m.metadata
+    )
 
 
 @settings(max_examples=25, deadline=None)

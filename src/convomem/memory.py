@@ -65,6 +65,9 @@ COMPRESSED_KEY: Final = "convomem_compressed"
 tokens, "summarizer": name, "degraded": bool, "kept": True when compressing did not
 make it smaller}``. The log keeps the original."""
 
+SUMMARY_SEGMENTS: Final = 8
+"""Segments of the running summary a ConversationMemory builds (``max_segments``)."""
+
 Format: TypeAlias = Literal["openai", "anthropic", "messages"]
 _FORMATS: Final = ("openai", "anthropic", "messages")
 _FIELDS: Final = frozenset({"id", "tokens", "name", "metadata", "created_at", "priority"})
@@ -152,7 +155,12 @@ class _HalfExtractive:
 
 
 def _users(chunk: Chunk) -> int:
-    return sum(1 for m in chunk.messages if m.role == "user")
+    """Turns a chunk counts for: its user messages, compressed ones excepted."""
+    return _turns_in(chunk.messages)
+
+
+def _turns_in(messages: Iterable[Message]) -> int:
+    return sum(1 for m in messages if m.role == "user" and COMPRESSED_KEY not in m.metadata)
 
 
 def _has_tool_blocks(m: Message) -> bool:
@@ -203,11 +211,14 @@ class ConversationMemory:
     - ``trigger`` / ``target``: compaction hysteresis, as fractions of the history share.
     - ``max_turns``: also compact when the view holds more turns than this (a turn starts
       at an unpinned user message); it then keeps ``max(1, int(max_turns * target))``.
+      A compressed priority-1 message stands for its turn as a summary would, and does
+      not count as a turn (else the turn limit would evict it before it was compressed).
     - ``facts``: keep the key-facts ledger verbatim in the summary (default True).
     - ``scorer``: ``message -> 0 | 1 | 2`` assigning each new message's priority (the
       log stores the scored message).
     - ``background``: in the async methods, commit a fallback summary at once and
-      replace it when the summarizer's arrives (``await wait()`` awaits it).
+      replace it when the summarizer's arrives (``await wait()`` awaits it). Priority-1
+      compressions still wait for the summarizer.
 
     Priority-1 compression uses the summarizer on the message alone (an extractive
     primary summarizes it to about half its size); the compressed message keeps its id,
@@ -307,8 +318,16 @@ class ConversationMemory:
                     f"of the budget ({limit // 2} tokens); raise max_tokens, lower "
                     "summary_tokens, or use summary=False"
                 )
+            # Eight segments: each fold adds a segment of 1/8 of the narrative's share, so
+            # the merge that follows a fold once the summary is full re-reads little
+            # (summarizer input stays near 1.1x the conversation; with 4 it is ~1.2x).
             rs = RunningSummary(
-                summarizer, reserve=reserve, tokenizer=tok, fallback=fallback, facts=facts
+                summarizer,
+                reserve=reserve,
+                tokenizer=tok,
+                fallback=fallback,
+                facts=facts,
+                max_segments=SUMMARY_SEGMENTS,
             )
         if background and rs.fallback is None:
             raise ConfigError("background=True: needs a fallback summarizer (fallback=False)")
@@ -676,6 +695,7 @@ class ConversationMemory:
                     msgs, tokens = yield from self._compress_gen(c)
                     staged.append((c, msgs, tokens))
                     free -= c.tokens - tokens
+                    turns -= _users(c) - _turns_in(msgs)
                     continue
                 victims.append(j)
                 free -= c.tokens
@@ -700,6 +720,7 @@ class ConversationMemory:
         # Commit: nothing below can fail.
         for c, msgs, tokens in staged:
             self._free_tokens -= c.tokens - tokens
+            self._turns -= _users(c) - _turns_in(msgs)
             c.messages[:] = msgs
             c.tokens = tokens
             for m in msgs:
