@@ -18,7 +18,7 @@ from convomem.errors import ConfigError, InvalidMessage, TransientError
 from convomem.memory import COMPRESSED_KEY, ConversationMemory
 from convomem.messages import Message, ToolResultBlock, ToolUseBlock
 from convomem.stores import InMemoryStore
-from convomem.summaries import RunningSummary, Summary
+from convomem.summaries import SEGMENT_KEY, RunningSummary, Summary
 from convomem.tokens import get_tokenizer
 
 APPROX = get_tokenizer("approx")
@@ -287,6 +287,21 @@ def test_summaries_are_not_recomputed_per_request() -> None:
     # Every message went to the summarizer about once (no re-summarizing per turn).
     logged = APPROX.count_messages(mem.messages())
     assert mem.stats().summarizer_input_tokens <= 1.3 * logged
+
+
+def test_each_evicted_message_is_summarized_once() -> None:
+    seen: list[str] = []
+
+    def recording(messages: Sequence[Message], previous: Summary | None) -> str:
+        seen.extend(m.id for m in messages if SEGMENT_KEY not in m.metadata)
+        return " ".join(m.text()[:20] for m in messages)
+
+    mem = ConversationMemory(500, summarizer=recording)
+    mem.add("system", SYSTEM)
+    chat(mem, 150)
+    assert mem.stats().compactions > 10
+    assert len(seen) == len(set(seen))  # no message went to the summarizer twice
+    assert set(seen) == set(mem.summary.covered_ids)
 
 
 def test_facts_survive_many_compactions() -> None:
