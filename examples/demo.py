@@ -61,6 +61,10 @@ def main() -> None:
     print(f"first kept: {history.kept()[0].text()[:60]}...")
 
     banner("3. pack to 1,200 tokens with Recency, decisions explained (last rows)")
+    print(
+        "(the same as: convomem pack examples/support_conversation.json --budget 1200 "
+        "--tokenizer tiktoken:cl100k_base --explain)"
+    )
     packer = Packer(budget=1200, tokenizer="tiktoken:cl100k_base", strategy=Recency())
     result = packer.pack(loaded)
     table = result.explain().splitlines()
