@@ -66,6 +66,8 @@ from .strategies import (
     MaxTurns,
     Pipeline,
     Recency,
+    SemanticDedup,
+    SummaryEvict,
     default_scorer,
 )
 from .summaries import (
@@ -120,12 +122,14 @@ __all__ = [
     "Recency",
     "Role",
     "RunningSummary",
+    "SemanticDedup",
     "SlidingWindowMemory",
     "Store",
     "Strategy",
     "Summarizer",
     "SummarizerError",
     "Summary",
+    "SummaryEvict",
     "TextBlock",
     "TokenBudgetManager",
     "Tokenizer",
