@@ -4,7 +4,8 @@ Both libraries get a fresh ``convomem.embeddings.HashingEmbedder()`` (same param
 fresh instance each so neither profits from the other's n-gram memo), wrapped to count
 ``embed`` / ``embed_batch`` calls, the same ``approx`` token counter, threshold 0.95 and an
 8,000-token budget with ``Recency`` as the fallback. Two packs each: a cold pack of the
-history, then a pack of the history plus one message (what an agent loop does next).
+history, then a pack of the history plus one message (what an agent loop does next);
+for convomem also the median of a few more such turns (``--turns``).
 
 convopack's ``SemanticDedup`` compares every message with every earlier survivor in pure
 Python (quadratic: about 4 s at 1,000 messages, 14 s at 2,000 here), so by default it is
@@ -18,8 +19,8 @@ runs it at 10,000 for real (several minutes).
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
+import statistics
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -61,17 +62,12 @@ def make_embedder() -> CountingEmbedder:
     return CountingEmbedder(HashingEmbedder())
 
 
-def convomem_dedup_packer(embedder: CountingEmbedder) -> Any | None:
-    """``Packer(budget=8000, tokenizer="approx", strategy=SemanticDedup(...))``, or None."""
-    try:
-        from convomem.packing import Packer
-        from convomem.strategies import Recency
+def convomem_dedup_packer(embedder: CountingEmbedder) -> Any:
+    """``Packer(budget=8000, tokenizer=approx, strategy=SemanticDedup(...))``."""
+    from convomem.packing import Packer
+    from convomem.strategies import Recency
+    from convomem.strategies.dedup import SemanticDedup
 
-        # by name, so the import sorts the same before and after the module exists
-        SemanticDedup = importlib.import_module("convomem.strategies.dedup").SemanticDedup
-    except (ImportError, AttributeError) as exc:
-        print(f"note: convomem SemanticDedup is not importable yet ({exc}); skipped")
-        return None
     return Packer(
         budget=BUDGET,
         tokenizer=ApproxTokenizer(),
@@ -116,13 +112,20 @@ def run_convopack(size: int) -> dict[str, float]:
     return _two_packs(packer.pack, msgs, emb)
 
 
-def run_convomem(size: int) -> dict[str, float] | None:
+def run_convomem(size: int, turns: int) -> dict[str, float]:
     emb = make_embedder()
     packer = convomem_dedup_packer(emb)
-    if packer is None:
-        return None
-    msgs = from_openai(workload.openai_messages(size + 1))
-    return _two_packs(packer.pack, msgs, emb)
+    msgs = from_openai(workload.openai_messages(size + 1 + turns))
+    out = _two_packs(packer.pack, msgs[: size + 1], emb)
+    times = []
+    before = emb.texts
+    for k in range(size + 2, size + 2 + turns):
+        t0 = time.perf_counter()
+        packer.pack(msgs[:k])
+        times.append(time.perf_counter() - t0)
+    out["turn_s"] = statistics.median(times) if times else out["warm_s"]
+    out["texts_per_turn"] = (emb.texts - before) / max(turns, 1)
+    return out
 
 
 def _show(name: str, size: int, r: dict[str, float]) -> None:
@@ -139,8 +142,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--size", type=int, default=SIZE)
     ap.add_argument("--convopack-sizes", type=int, nargs="+", default=[1_000, 2_000])
     ap.add_argument("--full", action="store_true", help="run convopack at --size too (slow)")
+    ap.add_argument("--turns", type=int, default=9, help="more convomem turns for the median")
     args = ap.parse_args(argv)
     print(f"SemanticDedup(threshold={THRESHOLD}) + Recency, budget {BUDGET:,}, HashingEmbedder()")
+    print(f"  versions: {_versions()}")
 
     measured: dict[int, dict[str, float]] = {}
     sizes = sorted(set(args.convopack_sizes + ([args.size] if args.full else [])))
@@ -161,15 +166,29 @@ def main(argv: list[str] | None = None) -> None:
             f"  convopack {args.size:>7,}: cold ~{cp_cold:.0f} s, next turn ~{cp_warm:.0f} s{how}"
         )
 
-    own = run_convomem(args.size)
-    if own is None:
-        print("ratio: n/a (convomem SemanticDedup not built yet)")
-        return
+    own = run_convomem(args.size, args.turns)
     _show("convomem", args.size, own)
     print(
-        f"ratio convopack / convomem at {args.size:,}: cold {cp_cold / own['cold_s']:,.0f}x, "
-        f"next turn {cp_warm / max(own['warm_s'], 1e-9):,.0f}x{how}"
+        f"  convomem   {args.size:>7,}: median of {args.turns} more turns "
+        f"{own['turn_s'] * 1e3:.1f} ms, texts embedded per turn {own['texts_per_turn']:.1f}"
     )
+    print(
+        f"ratio convopack / convomem at {args.size:,}: cold {cp_cold / own['cold_s']:,.0f}x, "
+        f"next turn {cp_warm / max(own['warm_s'], 1e-9):,.0f}x, "
+        f"steady turn {cp_warm / max(own['turn_s'], 1e-9):,.0f}x{how}"
+    )
+
+
+def _versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for dist in ("convopack", "numpy"):
+        try:
+            out.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            out.append(f"{dist} not installed")
+    return ", ".join(out)
 
 
 if __name__ == "__main__":
