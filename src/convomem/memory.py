@@ -37,6 +37,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, TypeVar, overload
 
+from ._drive import adrive, drive
 from .budget import REPLY_PRIMING_TOKENS
 from .chunks import Chunk, ChunkBuilder, PinSpec, check_pins
 from .errors import ConfigError, InvalidMessage, SummarizerError, TokenizerError
@@ -788,34 +789,29 @@ class ConversationMemory:
 
     # -- drivers -----------------------------------------------------------------------
 
+    def _perform(self, step: _StoreOp | _FoldOp | _CompressOp) -> Any:
+        if isinstance(step, _StoreOp):
+            if self._store_async:
+                raise ConfigError(
+                    f"store={self._store!r}: is an AsyncStore; use the async "
+                    "methods (aadd, aadd_message, acontext, amessages, aclear)"
+                )
+            return getattr(self._store, step.method)(*step.args)
+        if isinstance(step, _FoldOp):
+            return self._rs.fold(step.messages)
+        return self._rs.compress(step.messages, summarizer=step.summarizer)
+
+    async def _aperform(self, step: _StoreOp | _FoldOp | _CompressOp) -> Any:
+        if isinstance(step, _StoreOp):
+            r = getattr(self._store, step.method)(*step.args)
+            return (await r) if inspect.isawaitable(r) else r
+        if isinstance(step, _FoldOp):
+            return await self._rs.afold(step.messages, background=self._background)
+        return await self._rs.acompress(step.messages, summarizer=step.summarizer)
+
     def _run(self, gen: _Gen[T]) -> T:
         with self._tlock:
-            send: Any = None
-            exc: BaseException | None = None
-            while True:
-                try:
-                    step = gen.send(send) if exc is None else gen.throw(exc)
-                except StopIteration as stop:
-                    result: T = stop.value
-                    return result
-                send, exc = None, None
-                try:
-                    if isinstance(step, _StoreOp):
-                        if self._store_async:
-                            gen.close()
-                            raise ConfigError(
-                                f"store={self._store!r}: is an AsyncStore; use the async "
-                                "methods (aadd, aadd_message, acontext, amessages, aclear)"
-                            )
-                        send = getattr(self._store, step.method)(*step.args)
-                    elif isinstance(step, _FoldOp):
-                        send = self._rs.fold(step.messages)
-                    else:
-                        send = self._rs.compress(step.messages, summarizer=step.summarizer)
-                except ConfigError:
-                    raise
-                except Exception as e:
-                    exc = e
+            return drive(gen, self._perform, passthrough=(ConfigError,))
 
     def _lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -825,25 +821,7 @@ class ConversationMemory:
 
     async def _arun(self, gen: _Gen[T]) -> T:
         async with self._lock():
-            send: Any = None
-            exc: BaseException | None = None
-            while True:
-                try:
-                    step = gen.send(send) if exc is None else gen.throw(exc)
-                except StopIteration as stop:
-                    result: T = stop.value
-                    return result
-                send, exc = None, None
-                try:
-                    if isinstance(step, _StoreOp):
-                        r = getattr(self._store, step.method)(*step.args)
-                        send = (await r) if inspect.isawaitable(r) else r
-                    elif isinstance(step, _FoldOp):
-                        send = await self._rs.afold(step.messages, background=self._background)
-                    else:
-                        send = await self._rs.acompress(step.messages, summarizer=step.summarizer)
-                except Exception as e:
-                    exc = e
+            return await adrive(gen, self._aperform)
 
     # -- public API: sync --------------------------------------------------------------
 

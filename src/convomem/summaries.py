@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, KeysView, 
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
+from ._drive import adrive, drive
 from .errors import ConfigError, InvalidMessage, SummarizerError
 from .facts import (
     KIND_VALUE,
@@ -1014,56 +1015,38 @@ class RunningSummary:
             n += prev.tokens if prev.tokens is not None else self._tok.count(prev.text)
         self._stats.input_tokens += n
 
-    def _drive(self, gen: _Gen[T]) -> T:
-        send: Any = None
-        exc: Exception | None = None
-        while True:
-            try:
-                step = gen.send(send) if exc is None else gen.throw(exc)
-            except StopIteration as stop:
-                result: T = stop.value
-                return result
-            send, exc = None, None
-            if isinstance(step, _Sleep):
-                if step.seconds > 0:
-                    if self._sleep is None:
+    def _perform(self, step: _Sleep | _Call) -> Any:
+        if isinstance(step, _Sleep):
+            if step.seconds > 0:
+                if self._sleep is None:
+                    time.sleep(step.seconds)
+                else:
+                    r = self._sleep(step.seconds)
+                    if inspect.iscoroutine(r):  # an async sleep given to a sync fold
+                        r.close()
                         time.sleep(step.seconds)
-                    else:
-                        r = self._sleep(step.seconds)
-                        if inspect.iscoroutine(r):  # an async sleep given to a sync fold
-                            r.close()
-                            time.sleep(step.seconds)
-                continue
-            self._count_call(step)
-            try:
-                send = step.adapter(step.messages, step.previous)
-            except Exception as e:
-                exc = e
+            return None
+        self._count_call(step)
+        return step.adapter(step.messages, step.previous)
+
+    async def _aperform(self, step: _Sleep | _Call) -> Any:
+        if isinstance(step, _Sleep):
+            if step.seconds > 0:
+                if self._sleep is None:
+                    await asyncio.sleep(step.seconds)
+                else:
+                    r = self._sleep(step.seconds)
+                    if inspect.isawaitable(r):
+                        await r
+            return None
+        self._count_call(step)
+        return await step.adapter.acall(step.messages, step.previous)
+
+    def _drive(self, gen: _Gen[T]) -> T:
+        return drive(gen, self._perform)
 
     async def _adrive(self, gen: _Gen[T]) -> T:
-        send: Any = None
-        exc: Exception | None = None
-        while True:
-            try:
-                step = gen.send(send) if exc is None else gen.throw(exc)
-            except StopIteration as stop:
-                result: T = stop.value
-                return result
-            send, exc = None, None
-            if isinstance(step, _Sleep):
-                if step.seconds > 0:
-                    if self._sleep is None:
-                        await asyncio.sleep(step.seconds)
-                    else:
-                        r = self._sleep(step.seconds)
-                        if inspect.isawaitable(r):
-                            await r
-                continue
-            self._count_call(step)
-            try:
-                send = await step.adapter.acall(step.messages, step.previous)
-            except Exception as e:
-                exc = e
+        return await adrive(gen, self._aperform)
 
     def _lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
