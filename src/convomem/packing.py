@@ -35,6 +35,7 @@ from functools import partial
 from itertools import accumulate, chain, islice
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
+from ._drive import adrive, drive
 from .chunks import Chunk, ChunkBuilder, PinSpec, check_pins, stub_result, validate_pairs
 from .errors import ConfigError, ConvomemError, InvalidMessage, TokenizerError
 from .messages import Message
@@ -390,22 +391,14 @@ class Call:
 PlanGen: TypeAlias = Generator[Call, Any, "Selection"]
 
 
+def _perform(call: Call) -> Any:
+    result = call.fn(*call.args, **call.kwargs)
+    return _run_awaitable(result, call) if inspect.isawaitable(result) else result
+
+
 def run_plan(gen: PlanGen) -> Selection:
     """Drive a plan synchronously."""
-    try:
-        call = next(gen)
-        while True:
-            try:
-                result = call.fn(*call.args, **call.kwargs)
-                if inspect.isawaitable(result):
-                    result = _run_awaitable(result, call)
-            except Exception as exc:
-                call = gen.throw(exc)
-            else:
-                call = gen.send(result)
-    except StopIteration as stop:
-        sel: Selection = stop.value
-        return sel
+    return drive(gen, _perform)
 
 
 def _run_awaitable(result: Awaitable[Any], call: Call) -> Any:
@@ -427,27 +420,19 @@ def _run_awaitable(result: Awaitable[Any], call: Call) -> Any:
     )
 
 
+async def _aperform(call: Call) -> Any:
+    if call.async_fn is not None:
+        result = await call.async_fn(*call.args, **call.kwargs)
+    elif call.offload:
+        result = await asyncio.to_thread(call.fn, *call.args, **call.kwargs)
+    else:
+        result = call.fn(*call.args, **call.kwargs)
+    return (await result) if inspect.isawaitable(result) else result
+
+
 async def run_plan_async(gen: PlanGen) -> Selection:
     """Drive a plan in an event loop: async calls awaited, sync ones off the loop."""
-    try:
-        call = next(gen)
-        while True:
-            try:
-                if call.async_fn is not None:
-                    result = await call.async_fn(*call.args, **call.kwargs)
-                elif call.offload:
-                    result = await asyncio.to_thread(call.fn, *call.args, **call.kwargs)
-                else:
-                    result = call.fn(*call.args, **call.kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                call = gen.throw(exc)
-            else:
-                call = gen.send(result)
-    except StopIteration as stop:
-        sel: Selection = stop.value
-        return sel
+    return await adrive(gen, _aperform)
 
 
 # ---------------------------------------------------------------------------- tables
