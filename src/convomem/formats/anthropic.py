@@ -22,7 +22,6 @@ converting the same dicts again gives the same ids.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -36,7 +35,7 @@ from ..messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from .openai import _at, _stable_id
+from ._common import at_field, stable_id, tool_arguments
 
 META: Final = "anthropic"
 """The ``Message.metadata`` key holding what the Messages format has and convomem has not."""
@@ -189,7 +188,7 @@ def _message_from_anthropic(data: Mapping[str, Any], i: int, seen: dict[str, int
         meta["message"] = copy.deepcopy(others)
     msg_id = data.get("id")
     if msg_id is None:
-        msg_id = _stable_id(data, seen, "an")
+        msg_id = stable_id(data, seen, "an")
     has_results = not isinstance(content, str) and any(
         isinstance(b, ToolResultBlock) for b in content
     )
@@ -201,12 +200,12 @@ def _message_from_anthropic(data: Mapping[str, Any], i: int, seen: dict[str, int
             metadata={META: meta} if meta else None,
         )
     except InvalidMessage as exc:
-        raise _at(where, exc) from None
+        raise at_field(where, exc) from None
 
 
 def _system_from_anthropic(system: Any, seen: dict[str, int]) -> Message:
     if isinstance(system, str):
-        return Message(_stable_id({"system": system}, seen, "an"), "system", content=system)
+        return Message(stable_id({"system": system}, seen, "an"), "system", content=system)
     if not isinstance(system, list | tuple):
         raise InvalidMessage("system", system, "must be a string or a list of text blocks")
     blocks: list[Block] = []
@@ -218,7 +217,7 @@ def _system_from_anthropic(system: Any, seen: dict[str, int]) -> Message:
         if not isinstance(text, str):
             raise InvalidMessage(f"system[{k}].text", text, "must be a string")
         blocks.append(TextBlock(text))
-    return Message(_stable_id({"system": plain}, seen, "an"), "system", content=blocks)
+    return Message(stable_id({"system": plain}, seen, "an"), "system", content=blocks)
 
 
 def from_anthropic(
@@ -265,22 +264,6 @@ def _image_to_anthropic(block: ImageBlock, where: str) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
-def _tool_input(block: ToolUseBlock, where: str) -> dict[str, Any]:
-    if not isinstance(block.input, str):
-        return dict(block.input)
-    if not block.input.strip():
-        return {}
-    try:
-        parsed = json.loads(block.input)
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        raise InvalidMessage(
-            where + ".input", block.input, "Anthropic needs tool arguments as a JSON object"
-        )
-    return parsed
-
-
 def _block_to_anthropic(block: Block, where: str) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
@@ -291,7 +274,7 @@ def _block_to_anthropic(block: Block, where: str) -> dict[str, Any]:
             "type": "tool_use",
             "id": block.id,
             "name": block.name,
-            "input": _tool_input(block, where),
+            "input": tool_arguments(block, where + ".input", "Anthropic"),
         }
     content: Any = block.content
     if not isinstance(content, str):

@@ -33,8 +33,8 @@ from ..messages import (
     ToolUseBlock,
     _block_to_dict,
 )
+from ._common import at_field, stable_id, tool_arguments
 from .anthropic import _image_from_anthropic
-from .openai import _at, _stable_id
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -145,7 +145,7 @@ def _message_from_langchain(m: Any, i: int, seen: dict[str, int], lc: Any) -> Me
         )
     msg_id = m.id
     if msg_id is None:
-        msg_id = _stable_id(m.model_dump(), seen, "lc")
+        msg_id = stable_id(m.model_dump(), seen, "lc")
         meta["no_id"] = True
     raw = m.content
     parts: list[Block]
@@ -211,7 +211,7 @@ def _message_from_langchain(m: Any, i: int, seen: dict[str, int], lc: Any) -> Me
             metadata={META: meta} if meta else None,
         )
     except InvalidMessage as exc:
-        raise _at(where, exc) from None
+        raise at_field(where, exc) from None
 
 
 def from_langchain(messages: Iterable[BaseMessage]) -> list[Message]:
@@ -320,7 +320,9 @@ def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
             tool_calls = [
                 {
                     "name": c.name,
-                    "args": copy.deepcopy(_args(c, f"messages[{i}]")),
+                    "args": copy.deepcopy(
+                        tool_arguments(c, f"messages[{i}].tool_calls[{c.id!r}].args", "LangChain")
+                    ),
                     "id": None if c.id in generated else c.id,
                     "type": "tool_call",
                 }
@@ -331,21 +333,3 @@ def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
                     kwargs[field] = copy.deepcopy(meta[field])
             out.append(lc.AIMessage(tool_calls=tool_calls, **kwargs))
     return out
-
-
-def _args(call: ToolUseBlock, where: str) -> dict[str, Any]:
-    if not isinstance(call.input, str):
-        return dict(call.input)
-    if not call.input.strip():
-        return {}
-    try:
-        parsed = json.loads(call.input)
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        raise InvalidMessage(
-            f"{where}.tool_calls[{call.id!r}].args",
-            call.input,
-            "LangChain needs tool arguments as a JSON object",
-        )
-    return parsed

@@ -12,7 +12,6 @@ message id and is not written back (the API has no such field).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -27,6 +26,7 @@ from ..messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from ._common import at_field, stable_id
 
 _OWN_KEYS = frozenset({"role", "content", "name", "id"})
 _IMAGE_EXTRA = "_image_url"  # per-image keys of image_url besides url (detail), in order
@@ -67,26 +67,6 @@ def _content_from_openai(
         else:
             raise InvalidMessage(where + ".type", kind, "unsupported content part")
     return blocks
-
-
-def _stable_id(data: Any, seen: dict[str, int], prefix: str = "oa") -> str:
-    """A deterministic id for ``data``: its content hash, plus its occurrence number.
-
-    The same list of dicts always gets the same ids, and identical dicts in one list get
-    distinct ones. ``seen`` is the per-conversion occurrence counter; the format
-    converters share this helper, each with its own ``prefix``.
-    """
-    digest = hashlib.blake2b(
-        json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode(), digest_size=8
-    ).hexdigest()
-    n = seen.get(digest, 0)
-    seen[digest] = n + 1
-    return f"{prefix}_{digest}" if n == 0 else f"{prefix}_{digest}_{n}"
-
-
-def _at(where: str, exc: InvalidMessage) -> InvalidMessage:
-    """``exc`` with its field placed at ``where`` (``messages[3].name``)."""
-    return InvalidMessage(f"{where}.{exc.field}", exc.value, exc.problem)
 
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
@@ -155,7 +135,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
             extra["content"] = []
         msg_id = data.get("id")
         if msg_id is None:
-            msg_id = _stable_id(data, seen)
+            msg_id = stable_id(data, seen)
         try:
             message = Message(
                 msg_id,
@@ -165,7 +145,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
                 metadata={"openai": extra} if extra else None,
             )
         except InvalidMessage as exc:
-            raise _at(f"messages[{i}]", exc) from None
+            raise at_field(f"messages[{i}]", exc) from None
         out.append(message)
     return out
 
