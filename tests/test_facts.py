@@ -285,3 +285,11 @@ def test_rendering_never_exceeds_its_share(items: list[tuple[str, str]], budget:
     assert tok.count(led.render(budget)) <= budget
     facts, omitted = led.select(budget)
     assert omitted in (0, len(led) - len(facts))
+
+
+def test_a_preference_clause_is_not_cut_at_a_dot_inside_a_word() -> None:
+    from convomem.facts import extract_facts
+
+    text = "Great. My email is maya.chen@example.com. I prefer the $12.50 plan, thanks!"
+    prefs = [f.value for f in extract_facts(text) if f.kind == "preference"]
+    assert prefs == ["My email is maya.chen@example.com", "I prefer the $12.50 plan, thanks"]

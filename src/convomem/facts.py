@@ -134,7 +134,9 @@ _NAME = re.compile(
 )
 _TITLE_PREFIX = re.compile(rf"{_TITLE}\.?\s")
 
-_PREF_CLAUSE = r"[^.!?\n;]*"
+# A clause runs to the end of its sentence; a "." inside a word ("maya.chen@x.com",
+# "$12.50") does not end it.
+_PREF_CLAUSE = r"(?:[^.!?\n;]|[.!?](?=[^\s.!?]))*"
 _PREFERENCE = re.compile(
     r"(?i:\bI(?:\s+|'d\s+|’d\s+)"
     r"(?:really\s+|also\s+|much\s+|strongly\s+|definitely\s+|generally\s+|usually\s+"
