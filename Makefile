@@ -24,9 +24,12 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
+# Every benchmark in turn (about 15 minutes); see bench/README.md to run one.
+BENCHES := window loading forgetting tokens packing_self peers_turn dedup_core peers_dedup memory_quality
+
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python bench/run_all.py
+	cd bench && for b in $(BENCHES); do echo "== bench_$$b"; ../$(BIN)/python bench_$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
