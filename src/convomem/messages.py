@@ -6,7 +6,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
@@ -151,6 +151,7 @@ class Message:
     __slots__ = (
         "_counts",
         "_key",
+        "_row",
         "content",
         "created_at",
         "id",
@@ -171,6 +172,7 @@ class Message:
     priority: int
     _key: tuple[Any, ...] | None
     _counts: dict[int, int] | None
+    _row: tuple[Any, ...]  # every field but metadata, flat: equality in one C-level compare
 
     def __init__(
         self,
@@ -184,41 +186,51 @@ class Message:
         created_at: float | None = None,
         priority: int = 0,
     ) -> None:
+        # Exact-type fast paths first: the ABC and union isinstance checks cost more
+        # than the rest of the constructor.
         if id is None:
             id = new_id()
         elif not isinstance(id, str) or not id:
             raise InvalidMessage("id", id, "must be a non-empty string")
         if role not in ROLES:
             raise InvalidMessage("role", role, f"must be one of {sorted(ROLES)}")
-        if tokens is not None and (
-            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        if (
+            tokens is not None
+            and not (tokens.__class__ is int and tokens >= 0)
+            and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0)
         ):
             raise InvalidMessage("tokens", tokens, "must be a non-negative integer or None")
-        setattr_ = object.__setattr__
-        setattr_(self, "id", id)
-        setattr_(self, "role", role)
-        setattr_(self, "tokens", tokens)
-        setattr_(self, "content", _check_content(content))
+        body, tail = _check_content(content)
         if name is not None:
             _require_str("name", name)
-        setattr_(self, "name", name)
         if metadata is None:
             metadata = {}
-        elif not isinstance(metadata, Mapping):
+        elif metadata.__class__ is not dict and not isinstance(metadata, Mapping):
             raise InvalidMessage("metadata", metadata, "must be a mapping")
-        setattr_(self, "metadata", dict(metadata))
-        if created_at is not None and (
-            isinstance(created_at, bool)
-            or not isinstance(created_at, int | float)
-            or not math.isfinite(created_at)
+        if created_at is not None:
+            if not (created_at.__class__ is float and math.isfinite(created_at)) and (
+                isinstance(created_at, bool)
+                or not isinstance(created_at, int | float)
+                or not math.isfinite(created_at)
+            ):
+                raise InvalidMessage("created_at", created_at, "must be epoch seconds (a number)")
+            created_at = float(created_at)
+        if not (priority.__class__ is int and 0 <= priority <= 2) and (
+            isinstance(priority, bool) or not isinstance(priority, int) or priority not in (0, 1, 2)
         ):
-            raise InvalidMessage("created_at", created_at, "must be epoch seconds (a number)")
-        setattr_(self, "created_at", None if created_at is None else float(created_at))
-        if isinstance(priority, bool) or not isinstance(priority, int) or priority not in (0, 1, 2):
             raise InvalidMessage("priority", priority, "must be 0, 1 or 2")
-        setattr_(self, "priority", priority)
-        setattr_(self, "_key", None)
-        setattr_(self, "_counts", None)
+        # The slots' own setters: cheaper than object.__setattr__ (no name lookup).
+        _set_id(self, id)
+        _set_role(self, role)
+        _set_tokens(self, tokens)
+        _set_content(self, body)
+        _set_name(self, name)
+        _set_metadata(self, dict(metadata))
+        _set_created_at(self, created_at)
+        _set_priority(self, priority)
+        _set_row(self, (id, role, tokens, name, created_at, priority, *tail))
+        _set_key(self, None)
+        _set_counts(self, None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Message is immutable; use message.replace({name}=...)")
@@ -329,24 +341,16 @@ class Message:
                 else tuple(_block_key(b) for b in self.content)
             )
             key = (self.role, self.name, body)
-            object.__setattr__(self, "_key", key)
+            _set_key(self, key)
         return key
 
     # -- dunder ----------------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Message):
+        if other.__class__ is not Message and not isinstance(other, Message):
             return NotImplemented
-        return (
-            self.id == other.id
-            and self.role == other.role
-            and self.tokens == other.tokens
-            and self.content == other.content
-            and self.name == other.name
-            and self.metadata == other.metadata
-            and self.created_at == other.created_at
-            and self.priority == other.priority
-        )
+        # Every field: the flat row (one C-level tuple compare), then the metadata.
+        return self._row == other._row and self.metadata == other.metadata
 
     def __hash__(self) -> int:
         return hash(self.id)
@@ -413,26 +417,70 @@ class Message:
         )
 
 
+def _setter(name: str) -> Callable[[Message, Any], None]:
+    """The setter of one of Message's slots (it bypasses the immutability guard)."""
+    setter: Callable[[Message, Any], None] = Message.__dict__[name].__set__
+    return setter
+
+
+_set_id = _setter("id")
+_set_role = _setter("role")
+_set_tokens = _setter("tokens")
+_set_content = _setter("content")
+_set_name = _setter("name")
+_set_metadata = _setter("metadata")
+_set_created_at = _setter("created_at")
+_set_priority = _setter("priority")
+_set_row = _setter("_row")
+_set_key = _setter("_key")
+_set_counts = _setter("_counts")
+
+
 def _rebuild(data: dict[str, Any]) -> Message:
     return Message.from_dict(data)
 
 
-def _check_content(content: Any) -> str | tuple[Block, ...]:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, BLOCK_TYPES):
-        raise InvalidMessage("content", content, "must be a string or a list of blocks")
-    if not isinstance(content, Iterable) or isinstance(content, bytes | Mapping):
-        raise InvalidMessage("content", content, "must be a string or a list of blocks")
+_Content: TypeAlias = tuple[str | tuple[Block, ...], tuple[Any, ...]]
+
+
+def _check_content(content: Any) -> _Content:
+    """Validate content; return it with its part of the equality row.
+
+    The row part is flat: a string is itself; each block is its class followed by its
+    fields (a fixed number per class, so two rows are equal exactly when the contents
+    are). A subclass of a block class is its class followed by the block itself.
+    """
+    cls = content.__class__
+    if cls is str:
+        return content, (content,)
+    if cls is not tuple and cls is not list:
+        if isinstance(content, str):
+            return content, (content,)
+        if isinstance(content, BLOCK_TYPES):
+            raise InvalidMessage("content", content, "must be a string or a list of blocks")
+        if not isinstance(content, Iterable) or isinstance(content, bytes | Mapping):
+            raise InvalidMessage("content", content, "must be a string or a list of blocks")
     blocks = tuple(content)
+    row: list[Any] = []
     for i, block in enumerate(blocks):
-        if not isinstance(block, BLOCK_TYPES):
+        k = block.__class__
+        if k is TextBlock:
+            row += (k, block.text)
+        elif k is ToolResultBlock:
+            row += (k, block.tool_use_id, block.content, block.is_error)
+        elif k is ToolUseBlock:
+            row += (k, block.id, block.name, block.input)
+        elif k is ImageBlock:
+            row += (k, block.source, block.media_type)
+        elif isinstance(block, BLOCK_TYPES):
+            row += (k, block)
+        else:
             raise InvalidMessage(
                 f"content[{i}]",
                 block,
                 "must be a TextBlock, ImageBlock, ToolUseBlock or ToolResultBlock",
             )
-    return blocks
+    return blocks, tuple(row)
 
 
 def _block_to_dict(block: Block) -> dict[str, Any]:

@@ -1239,6 +1239,7 @@ class _LiveTable(ChunkTable):
     def _reset(self) -> None:
         self.builder = ChunkBuilder()
         self.messages = []
+        self.base: list[Message] = []  # the messages the state describes (our own list)
         self.chunks = []
         self.cost = []
         self.status = []
@@ -1258,10 +1259,11 @@ class _LiveTable(ChunkTable):
 
     def update(self, msgs: list[Message]) -> None:
         """Make the table describe ``msgs`` (reusing the previous state if it is a prefix)."""
-        old = self.messages
-        k = len(old)
-        # C-level comparison: identity first, Message equality for rebuilt objects.
-        extends = k > 0 and len(msgs) >= k and msgs[:k] == old
+        base = self.base
+        k = len(base)
+        # C-level list comparison: identity first, then Message equality for rebuilt
+        # objects (a C-level compare of each message's flat row and metadata).
+        extends = k > 0 and len(msgs) >= k and msgs[:k] == base
         start = k if extends else 0
         _check_items(msgs, start)
         count = self.tokenizer.count_message
@@ -1270,6 +1272,7 @@ class _LiveTable(ChunkTable):
         if not extends:
             self._reset()
         self.messages = msgs
+        self.base.extend(msgs[start:])
         low = self._add(msgs, start, counts)
         self._refresh(low)
         self._apply_dyn()
@@ -1342,6 +1345,14 @@ class _LiveTable(ChunkTable):
             values.append(cost if is_free else _INF)
         self.tree.assign(low, values, n)
 
+    def release(self) -> None:
+        """Drop the caller's list after a call (``base`` holds what later calls compare to).
+
+        A caller that rebuilds its list every turn then frees its old objects itself,
+        instead of the next call freeing them.
+        """
+        self.messages = self.base
+
     def _pos_of(self, i: int) -> int:
         """The position of the chunk holding message ``i``."""
         chunks = self.chunks
@@ -1412,7 +1423,9 @@ class Packer:
 
     The cache is used when the new list starts with the previous one: the same objects
     (cheap), or equal ``Message`` objects (a list rebuilt every turn costs one
-    ``Message.__eq__`` per old message, about a microsecond each, but no token counting).
+    ``Message.__eq__`` per old message, a C-level compare of two precomputed tuples and
+    the metadata, but no token counting). Between calls the Packer holds only the
+    messages its cache describes, so a caller's old lists are freed by the caller.
     """
 
     def __init__(
@@ -1489,6 +1502,7 @@ class Packer:
             return assemble(sel, self._budget, self._strategy.name)
         finally:
             if locked:
+                self._live.release()
                 self._lock.release()
 
     async def pack_async(self, messages: Sequence[Message]) -> PackResult:
@@ -1499,6 +1513,7 @@ class Packer:
             return assemble(sel, self._budget, self._strategy.name)
         finally:
             if locked:
+                self._live.release()
                 self._lock.release()
 
     def pack_openai(self, messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
