@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from convomem.embeddings import (
+from convomem.model import Message
+from convomem.recall import (
     EmbeddingCache,
     HashingEmbedder,
     NearDuplicateFinder,
     find_near_duplicates,
 )
-from convomem.messages import Message
 
 SUBJECTS = ["my order", "the invoice", "my account", "the refund", "the delivery", "my password"]
 VERBS = ["has not arrived", "is wrong", "was charged twice", "cannot be found", "is late"]

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import chain, pairwise
 
-from convomem.forgetting import evict_conversations
+from convomem.stores.forgetting import evict_conversations
 
 SIZES = (10_000, 100_000, 1_000_000)
 TARGET = 12.0

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from convomem.loading import aload_history, iter_history, load_history
-from convomem.messages import Message
+from convomem.model import Message
+from convomem.stores.loading import aload_history, iter_history, load_history
 
 MESSAGES = 100_000
 PAGES = 1_000

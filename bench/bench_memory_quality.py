@@ -41,9 +41,9 @@ from typing import Any
 
 import peers
 import workload
-from convomem.memory import ConversationMemory
-from convomem.messages import Message
+from convomem.model import Message
 from convomem.packing import Packer
+from convomem.session import ConversationMemory
 from convomem.strategies import Recency
 from convomem.tokens import get_tokenizer
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
 from convomem.formats.openai import from_openai
-from convomem.messages import Message
+from convomem.model import Message
 from convomem.packing import Packer
 from convomem.strategies.budget import Recency
 from convomem.tokens import ApproxTokenizer, BaseTokenizer, TiktokenTokenizer

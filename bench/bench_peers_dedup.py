@@ -1,6 +1,6 @@
 """SemanticDedup on 10,000 messages: convomem vs convopack 0.3.2, with the same embedder.
 
-Both libraries get a fresh ``convomem.embeddings.HashingEmbedder()`` (same parameters; a
+Both libraries get a fresh ``convomem.recall.HashingEmbedder()`` (same parameters; a
 fresh instance each so neither profits from the other's n-gram memo), wrapped to count
 ``embed`` / ``embed_batch`` calls, the same ``approx`` token counter, threshold 0.95 and an
 8,000-token budget with ``Recency`` as the fallback. Two packs each: a cold pack of the
@@ -57,7 +57,7 @@ class CountingEmbedder:
 
 
 def make_embedder() -> CountingEmbedder:
-    from convomem.embeddings import HashingEmbedder
+    from convomem.recall import HashingEmbedder
 
     return CountingEmbedder(HashingEmbedder())
 

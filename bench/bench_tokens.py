@@ -12,7 +12,7 @@ import argparse
 import gc
 import time
 
-from convomem.messages import Message
+from convomem.model import Message
 from convomem.tokens import TiktokenTokenizer
 from workload import messages as workload_messages
 

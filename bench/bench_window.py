@@ -22,8 +22,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from convomem.messages import Message, ToolResultBlock, ToolUseBlock
-from convomem.window import History
+from convomem.model import Message, ToolResultBlock, ToolUseBlock
+from convomem.views.window import History
 
 LIMIT = 1000
 

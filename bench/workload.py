@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from convomem.formats.openai import from_openai
-from convomem.messages import Message
+from convomem.model import Message
 
 SIZES = (1_000, 5_000, 20_000, 100_000)
 """History sizes the benchmarks use."""

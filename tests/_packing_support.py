@@ -7,8 +7,16 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from convomem.chunks import Chunk, group_pairs, resolve_pins, validate_pairs
-from convomem.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from convomem.model import (
+    Chunk,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    group_pairs,
+    resolve_pins,
+    validate_pairs,
+)
 from convomem.packing import REASONS, PackResult, countable_stub
 
 KINDS = (

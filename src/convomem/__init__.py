@@ -6,58 +6,54 @@ lose history, and one session object that puts them together.
 """
 
 from ._version import __version__
-from .budget import ContextBudget
-from .chunks import (
-    Chunk,
-    PairProblem,
-    group_pairs,
-    repair_pairs,
-    resolve_pins,
-    validate_pairs,
-)
-from .embeddings import (
-    Embedder,
-    EmbeddingCache,
-    EmbeddingError,
-    HashingEmbedder,
-    NearDuplicateFinder,
-    find_near_duplicates,
-)
+from .compat import ConversationMemoryManager, SlidingWindowMemory, TokenBudgetManager
 from .errors import (
     ConfigError,
     ConvomemError,
+    EmbeddingError,
     HistoryLoadError,
     InvalidMessage,
+    InvalidPage,
     MissingDependency,
     SummarizerError,
     TokenizerError,
     TransientError,
 )
-from .facts import Fact, FactLedger, extract_facts
-from .forgetting import evict_conversations
 from .formats.anthropic import from_anthropic, to_anthropic
 from .formats.openai import from_openai, to_openai
-from .loading import (
-    InvalidPage,
+from .model import (
+    Block,
+    Chunk,
+    ImageBlock,
+    Message,
+    PairProblem,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    group_pairs,
+    repair_pairs,
+    resolve_pins,
+    validate_pairs,
+)
+from .packing import Decision, Packer, PackResult, Strategy
+from .recall import (
+    Embedder,
+    EmbeddingCache,
+    HashingEmbedder,
+    NearDuplicateFinder,
+    find_near_duplicates,
+)
+from .session import ConversationMemory, MemoryStats
+from .stores import AsyncStore, InMemoryStore, Store
+from .stores.forgetting import evict_conversations
+from .stores.loading import (
     LoadProgress,
     aiter_history,
     aload_history,
     iter_history,
     load_history,
 )
-from .memory import ConversationMemory, MemoryStats
-from .messages import (
-    Block,
-    ImageBlock,
-    Message,
-    Role,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
-from .packing import Decision, Packer, PackResult, Strategy
-from .recipes import ConversationMemoryManager, SlidingWindowMemory, TokenBudgetManager
-from .stores import AsyncStore, InMemoryStore, Store
 from .strategies import (
     FirstFit,
     HeadTail,
@@ -78,8 +74,10 @@ from .summaries import (
     TruncatingSummarizer,
     as_summarizer,
 )
+from .summaries.facts import Fact, FactLedger, extract_facts
 from .tokens import BaseTokenizer, Tokenizer, get_tokenizer
-from .window import History, longest_fitting_run
+from .views.budget import ContextBudget
+from .views.window import History, longest_fitting_run
 
 __all__ = [
     "AsyncStore",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import reprlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .messages import Message
+    from .model import Message
 
 
 class ConvomemError(Exception):
@@ -69,3 +70,43 @@ class SummarizerError(ConvomemError):
     def __init__(self, message: str, *, errors: tuple[BaseException, ...] = ()) -> None:
         super().__init__(message)
         self.errors = errors
+
+
+class NotAMessage(InvalidMessage, TypeError):
+    """Something that is not a ``Message`` was given where a message is required."""
+
+
+class InvalidPage(ConvomemError, TypeError):
+    """``fetch_page`` returned something that is not a ``(list of Message, cursor)`` tuple.
+
+    ``page`` is the 1-based number of the page, ``cursor`` the cursor it was fetched
+    with, ``field`` and ``value`` the part that is wrong.
+    """
+
+    def __init__(self, page: int, cursor: str | None, field: str, value: Any, problem: str):
+        self.page = page
+        self.cursor = cursor
+        self.field = field
+        self.value = value
+        self.problem = problem
+        super().__init__(
+            f"page {page} (fetch_page({cursor!r})): {field}={_short_repr.repr(value)}: {problem}"
+        )
+
+
+class EmbeddingError(ConvomemError, ValueError):
+    """An embedder returned something that is not a usable vector, or got bad input."""
+
+
+class AsyncSummarizerError(ConvomemError, RuntimeError):
+    """A coroutine summarizer was called from synchronous code inside a running loop."""
+
+
+class InputError(ConvomemError):
+    """A conversation file cannot be read; the message names the position."""
+
+
+_short_repr = reprlib.Repr()
+_short_repr.maxstring = 60
+_short_repr.maxother = 60
+_short_repr.maxlist = _short_repr.maxtuple = 4

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..errors import InvalidMessage
-from ..messages import ToolUseBlock
+from ..model import ToolUseBlock
 
 
 def tool_arguments(block: ToolUseBlock, field: str, target: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..errors import InvalidMessage
-from ..messages import (
+from ..model import (
     Block,
     ImageBlock,
     Message,

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import InvalidMessage, MissingDependency
-from ..messages import (
+from ..model import (
     Block,
     ImageBlock,
     Message,
@@ -31,8 +31,8 @@ from ..messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
-    _block_to_dict,
 )
+from ..model.blocks import _block_to_dict
 from ._common import at_field, stable_id, tool_arguments
 from .anthropic import _image_from_anthropic
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessage
-from ..messages import (
+from ..model import (
     Block,
     ImageBlock,
     Message,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from itertools import accumulate
 
 from ..errors import ConfigError, ConvomemError
-from ..messages import Message
+from ..model import Message
 from ..packing import ChunkStrategy, ChunkTable, Selection
 
 

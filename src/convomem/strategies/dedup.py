@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import Any
 
-from ..chunks import Chunk
-from ..embeddings import Backend, EmbedderLike, EmbeddingCache, NearDuplicateFinder, Vector
+from ..model import Chunk
 from ..packing import Call, ChunkStrategy, ChunkTable, PlanGen
+from ..recall import Backend, EmbedderLike, EmbeddingCache, NearDuplicateFinder, Vector
 from .summary import check_fallback
 
 

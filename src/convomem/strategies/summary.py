@@ -29,12 +29,11 @@ from itertools import chain, compress
 from operator import attrgetter
 from typing import Any, Final
 
-from ..errors import ConfigError, ConvomemError, TokenizerError
-from ..messages import Message
+from ..errors import AsyncSummarizerError, ConfigError, ConvomemError, TokenizerError
+from ..model import Message
 from ..packing import Call, ChunkStrategy, ChunkTable, Placement, PlanGen, Selection, as_strategy
 from ..summaries import (
     SUMMARY_HEADER,
-    AsyncSummarizerError,
     SummarizerAdapter,
     SummarizerLike,
     Summary,

@@ -1,0 +1,5 @@
+"""The convomem command line."""
+
+from .main import build_parser, main
+
+__all__ = ["build_parser", "main"]

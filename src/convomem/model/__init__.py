@@ -1,0 +1,49 @@
+"""The data model: messages, content blocks, tool-pair chunks and pins."""
+
+from .blocks import (
+    BLOCK_TYPES,
+    Block,
+    ImageBlock,
+    ResultPart,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from .chunks import (
+    STUB_RESULT,
+    Chunk,
+    ChunkBuilder,
+    PairProblem,
+    group_pairs,
+    repair_pairs,
+    stub_result,
+    validate_pairs,
+)
+from .messages import ROLES, Message, Role, new_id
+from .pins import PIN_NAMES, PinSpec, check_pins, resolve_pins
+
+__all__ = [
+    "BLOCK_TYPES",
+    "PIN_NAMES",
+    "ROLES",
+    "STUB_RESULT",
+    "Block",
+    "Chunk",
+    "ChunkBuilder",
+    "ImageBlock",
+    "Message",
+    "PairProblem",
+    "PinSpec",
+    "ResultPart",
+    "Role",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "check_pins",
+    "group_pairs",
+    "new_id",
+    "repair_pairs",
+    "resolve_pins",
+    "stub_result",
+    "validate_pairs",
+]

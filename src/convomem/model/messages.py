@@ -1,0 +1,379 @@
+"""The data model: an immutable chat message made of content blocks."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias, get_args
+
+from ..errors import InvalidMessage
+from .blocks import (
+    BLOCK_TYPES,
+    Block,
+    ImageBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    _block_from_dict,
+    _block_key,
+    _block_to_dict,
+    _require_str,
+)
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ROLES: Final[frozenset[str]] = frozenset(get_args(Role))
+
+# Generated ids: a random per-process prefix plus a counter is unique and much cheaper
+# than a uuid per message.
+_ID_PREFIX: Final = "msg_" + os.urandom(6).hex() + "_"
+_id_counter = itertools.count(1)
+
+
+def new_id() -> str:
+    """A fresh message id, unique across processes."""
+    return f"{_ID_PREFIX}{next(_id_counter):x}"
+
+
+class Message:
+    """One chat message: immutable, with a stable ``id``.
+
+    ``Message("u1", "user", 30)`` is ``Message(id="u1", role="user", tokens=30)``; the id
+    may be omitted when fields are given by keyword, and one is generated. ``tokens`` is
+    a known token count that is trusted and never recomputed.
+    """
+
+    __slots__ = (
+        "_counts",
+        "_key",
+        "_row",
+        "content",
+        "created_at",
+        "id",
+        "metadata",
+        "name",
+        "priority",
+        "role",
+        "tokens",
+    )
+
+    id: str
+    role: Role
+    tokens: int | None
+    content: str | tuple[Block, ...]
+    name: str | None
+    metadata: dict[str, Any]
+    created_at: float | None
+    priority: int
+    _key: tuple[Any, ...] | None
+    _counts: dict[int, int] | None
+    _row: tuple[Any, ...]  # every field but metadata, flat: equality in one C-level compare
+
+    def __init__(
+        self,
+        id: str | None = None,
+        role: str | None = None,
+        tokens: int | None = None,
+        *,
+        content: str | Iterable[Block] = "",
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: float | None = None,
+        priority: int = 0,
+    ) -> None:
+        # Exact-type fast paths first: the ABC and union isinstance checks cost more
+        # than the rest of the constructor.
+        if id is None:
+            id = new_id()
+        elif not isinstance(id, str) or not id:
+            raise InvalidMessage("id", id, "must be a non-empty string")
+        if role not in ROLES:
+            raise InvalidMessage("role", role, f"must be one of {sorted(ROLES)}")
+        if (
+            tokens is not None
+            and not (tokens.__class__ is int and tokens >= 0)
+            and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0)
+        ):
+            raise InvalidMessage("tokens", tokens, "must be a non-negative integer or None")
+        body, tail = _check_content(content)
+        if name is not None:
+            _require_str("name", name)
+        if metadata is None:
+            metadata = {}
+        elif metadata.__class__ is not dict and not isinstance(metadata, Mapping):
+            raise InvalidMessage("metadata", metadata, "must be a mapping")
+        if created_at is not None:
+            if not (created_at.__class__ is float and math.isfinite(created_at)) and (
+                isinstance(created_at, bool)
+                or not isinstance(created_at, int | float)
+                or not math.isfinite(created_at)
+            ):
+                raise InvalidMessage("created_at", created_at, "must be epoch seconds (a number)")
+            created_at = float(created_at)
+        if not (priority.__class__ is int and 0 <= priority <= 2) and (
+            isinstance(priority, bool) or not isinstance(priority, int) or priority not in (0, 1, 2)
+        ):
+            raise InvalidMessage("priority", priority, "must be 0, 1 or 2")
+        # The slots' own setters: cheaper than object.__setattr__ (no name lookup).
+        _set_id(self, id)
+        _set_role(self, role)
+        _set_tokens(self, tokens)
+        _set_content(self, body)
+        _set_name(self, name)
+        _set_metadata(self, dict(metadata))
+        _set_created_at(self, created_at)
+        _set_priority(self, priority)
+        _set_row(self, (id, role, tokens, name, created_at, priority, *tail))
+        _set_key(self, None)
+        _set_counts(self, None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Message is immutable; use message.replace({name}=...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Message is immutable")
+
+    def replace(self, **changes: Any) -> Message:
+        """A copy with some fields changed (the id is kept unless given)."""
+        fields: dict[str, Any] = {
+            "id": self.id,
+            "role": self.role,
+            "tokens": self.tokens,
+            "content": self.content,
+            "name": self.name,
+            "metadata": self.metadata,
+            "created_at": self.created_at,
+            "priority": self.priority,
+        }
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise InvalidMessage(sorted(unknown)[0], changes[sorted(unknown)[0]], "unknown field")
+        if "content" in changes and "tokens" not in changes:
+            fields["tokens"] = None  # a known count belongs to the old content
+        fields.update(changes)
+        return Message(fields.pop("id"), fields.pop("role"), fields.pop("tokens"), **fields)
+
+    # -- content helpers -------------------------------------------------------------
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        """The content as blocks (a string becomes one TextBlock)."""
+        if isinstance(self.content, str):
+            return (TextBlock(self.content),) if self.content else ()
+        return self.content
+
+    def text(self) -> str:
+        """The readable text: text blocks and tool-result text, joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        parts: list[str] = []
+        for b in self.content:
+            if isinstance(b, TextBlock):
+                parts.append(b.text)
+            elif isinstance(b, ToolResultBlock):
+                parts.append(b.text())
+        return "\n".join(parts)
+
+    def has_tool_use(self) -> bool:
+        """True if the message calls at least one tool."""
+        return not isinstance(self.content, str) and any(
+            isinstance(b, ToolUseBlock) for b in self.content
+        )
+
+    def has_tool_result(self) -> bool:
+        """True if the message carries at least one tool result."""
+        return not isinstance(self.content, str) and any(
+            isinstance(b, ToolResultBlock) for b in self.content
+        )
+
+    def tool_use_ids(self) -> list[str]:
+        """Ids of the tool calls this message makes, in order."""
+        if isinstance(self.content, str):
+            return []
+        return [b.id for b in self.content if isinstance(b, ToolUseBlock)]
+
+    def tool_result_ids(self) -> list[str]:
+        """Ids of the tool calls this message answers, in order."""
+        if isinstance(self.content, str):
+            return []
+        return [b.tool_use_id for b in self.content if isinstance(b, ToolResultBlock)]
+
+    def countable_text(self) -> str:
+        """Everything a tokenizer should count: name, text, tool names, arguments, results."""
+        if isinstance(self.content, str):
+            return self.content if self.name is None else f"{self.name}\n{self.content}"
+        parts = [] if self.name is None else [self.name]
+        for b in self.content:
+            if isinstance(b, TextBlock):
+                parts.append(b.text)
+            elif isinstance(b, ToolUseBlock):
+                parts.append(b.name)
+                parts.append(b.arguments())
+            elif isinstance(b, ToolResultBlock):
+                parts.append(b.text())
+        return "\n".join(parts)
+
+    def image_count(self) -> int:
+        """How many images the message carries (tool results included)."""
+        if isinstance(self.content, str):
+            return 0
+        n = 0
+        for b in self.content:
+            if isinstance(b, ImageBlock):
+                n += 1
+            elif isinstance(b, ToolResultBlock) and not isinstance(b.content, str):
+                n += sum(1 for p in b.content if isinstance(p, ImageBlock))
+        return n
+
+    @property
+    def content_key(self) -> tuple[Any, ...]:
+        """A hashable key equal for two messages exactly when they count the same."""
+        key = self._key
+        if key is None:
+            body = (
+                self.content
+                if isinstance(self.content, str)
+                else tuple(_block_key(b) for b in self.content)
+            )
+            key = (self.role, self.name, body)
+            _set_key(self, key)
+        return key
+
+    # -- dunder ----------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Message and not isinstance(other, Message):
+            return NotImplemented
+        # Every field: the flat row (one C-level tuple compare), then the metadata.
+        return self._row == other._row and self.metadata == other.metadata
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.content:
+            text = self.text()
+            preview = text if len(text) <= 40 else text[:37] + "..."
+            extra += f", content={preview!r}"
+            if self.has_tool_use():
+                extra += f", tool_use_ids={self.tool_use_ids()!r}"
+            if self.has_tool_result():
+                extra += f", tool_result_ids={self.tool_result_ids()!r}"
+        if self.priority:
+            extra += f", priority={self.priority}"
+        return f"Message(id={self.id!r}, role={self.role!r}, tokens={self.tokens!r}{extra})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.to_dict(),))
+
+    # -- native JSON form ------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field (convomem's own format, lossless)."""
+        out: dict[str, Any] = {"id": self.id, "role": self.role}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        if isinstance(self.content, str):
+            out["content"] = self.content
+        else:
+            out["content"] = [_block_to_dict(b) for b in self.content]
+        if self.name is not None:
+            out["name"] = self.name
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        if self.created_at is not None:
+            out["created_at"] = self.created_at
+        if self.priority:
+            out["priority"] = self.priority
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """The inverse of ``to_dict``; unknown keys are an error naming the key."""
+        if not isinstance(data, Mapping):
+            raise InvalidMessage("message", data, "must be a mapping")
+        known = {"id", "role", "tokens", "content", "name", "metadata", "created_at", "priority"}
+        for key in data:
+            if key not in known:
+                raise InvalidMessage(str(key), data[key], "unknown message field")
+        content = data.get("content", "")
+        if isinstance(content, list):
+            content = [_block_from_dict(b, f"content[{i}]") for i, b in enumerate(content)]
+        return cls(
+            data.get("id"),
+            data.get("role"),
+            data.get("tokens"),
+            content=content,
+            name=data.get("name"),
+            metadata=data.get("metadata"),
+            created_at=data.get("created_at"),
+            priority=data.get("priority", 0),
+        )
+
+
+def _setter(name: str) -> Callable[[Message, Any], None]:
+    """The setter of one of Message's slots (it bypasses the immutability guard)."""
+    setter: Callable[[Message, Any], None] = Message.__dict__[name].__set__
+    return setter
+
+
+_set_id = _setter("id")
+_set_role = _setter("role")
+_set_tokens = _setter("tokens")
+_set_content = _setter("content")
+_set_name = _setter("name")
+_set_metadata = _setter("metadata")
+_set_created_at = _setter("created_at")
+_set_priority = _setter("priority")
+_set_row = _setter("_row")
+_set_key = _setter("_key")
+_set_counts = _setter("_counts")
+
+
+def _rebuild(data: dict[str, Any]) -> Message:
+    return Message.from_dict(data)
+
+
+_Content: TypeAlias = tuple[str | tuple[Block, ...], tuple[Any, ...]]
+
+
+def _check_content(content: Any) -> _Content:
+    """Validate content; return it with its part of the equality row.
+
+    The row part is flat: a string is itself; each block is its class followed by its
+    fields (a fixed number per class, so two rows are equal exactly when the contents
+    are). A subclass of a block class is its class followed by the block itself.
+    """
+    cls = content.__class__
+    if cls is str:
+        return content, (content,)
+    if cls is not tuple and cls is not list:
+        if isinstance(content, str):
+            return content, (content,)
+        if isinstance(content, BLOCK_TYPES):
+            raise InvalidMessage("content", content, "must be a string or a list of blocks")
+        if not isinstance(content, Iterable) or isinstance(content, bytes | Mapping):
+            raise InvalidMessage("content", content, "must be a string or a list of blocks")
+    blocks = tuple(content)
+    row: list[Any] = []
+    for i, block in enumerate(blocks):
+        k = block.__class__
+        if k is TextBlock:
+            row += (k, block.text)
+        elif k is ToolResultBlock:
+            row += (k, block.tool_use_id, block.content, block.is_error)
+        elif k is ToolUseBlock:
+            row += (k, block.id, block.name, block.input)
+        elif k is ImageBlock:
+            row += (k, block.source, block.media_type)
+        elif isinstance(block, BLOCK_TYPES):
+            row += (k, block)
+        else:
+            raise InvalidMessage(
+                f"content[{i}]",
+                block,
+                "must be a TextBlock, ImageBlock, ToolUseBlock or ToolResultBlock",
+            )
+    return blocks, tuple(row)

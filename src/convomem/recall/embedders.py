@@ -1,0 +1,274 @@
+"""Embedders: the protocol, and HashingEmbedder (no dependency, deterministic)."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+
+from ..errors import ConfigError, EmbeddingError, MissingDependency
+
+Vector: TypeAlias = Sequence[float]
+Backend: TypeAlias = Literal["auto", "numpy", "python"]
+
+COSINE_TOLERANCE: Final = 1e-9
+"""Two vectors are near-duplicates when ``cosine >= threshold - COSINE_TOLERANCE``.
+
+The slack absorbs floating-point rounding (identical texts must match at threshold
+1.0) and makes the numpy and pure-Python searches agree, since they add in different
+orders.
+"""
+
+
+# -- protocols -------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What convomem needs from an embedder: ``embed(text) -> vector``.
+
+    Optional methods, used when present: ``embed_batch(texts) -> list[vector]`` (one
+    call for many texts) and the async twins ``aembed`` / ``aembed_batch``, which the
+    async APIs await natively.
+    """
+
+    def embed(self, text: str) -> Vector:
+        """The embedding of one text: a fixed-length sequence of finite numbers."""
+        ...
+
+
+@runtime_checkable
+class AsyncEmbedder(Protocol):
+    """An embedder with a native async API (``aembed_batch`` is used when present)."""
+
+    async def aembed(self, text: str) -> Vector:
+        """The embedding of one text."""
+        ...
+
+
+EmbedderLike: TypeAlias = (
+    Embedder | AsyncEmbedder | Callable[[str], Vector] | Callable[[str], Awaitable[Vector]]
+)
+
+
+# -- HashingEmbedder -------------------------------------------------------------------
+
+_MEMO_LIMIT: Final = 1 << 18
+_M64: Final = (1 << 64) - 1
+_FNV_OFFSET: Final = 0xCBF29CE484222325
+_FNV_PRIME: Final = 0x100000001B3
+_MIX1: Final = 0xFF51AFD7ED558CCD
+_MIX2: Final = 0xC4CEB9FE1A85EC53
+_BATCH_CHARS: Final = 1 << 20  # characters hashed per numpy pass (bounds its memory)
+_LONG_TEXT: Final = 200  # a single text longer than this is hashed with numpy, if installed
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _fmix64(h: int) -> int:
+    """MurmurHash3's 64-bit finalizer: spreads FNV's weak low bits over the word."""
+    h ^= h >> 33
+    h = (h * _MIX1) & _M64
+    h ^= h >> 33
+    h = (h * _MIX2) & _M64
+    return h ^ (h >> 33)
+
+
+class HashingEmbedder:
+    """Character n-gram feature hashing: an offline, deterministic embedder.
+
+    The text is whitespace-collapsed (and lowercased by default); every character
+    n-gram with ``ngram[0] <= n <= ngram[1]`` is hashed (64-bit FNV-1a over its code
+    points, offset by ``seed``, then MurmurHash3's finalizer: plain integer arithmetic,
+    so the result is identical in every process, on every machine, with or without
+    numpy) to a bucket and a sign; the signed counts are L2-normalized. A text shorter
+    than the smallest n is one feature; an empty text is the zero vector. Near-identical
+    texts share most n-grams, so their cosine is close to 1.
+
+    ``embed_batch`` hashes a whole batch in a few vectorized passes when numpy is
+    installed (``backend="auto"``); ``backend="python"`` forces the pure-Python path,
+    which memoizes n-gram hashes. Both give bit-identical vectors.
+    """
+
+    def __init__(
+        self,
+        dim: int = 256,
+        ngram: tuple[int, int] = (3, 5),
+        *,
+        lowercase: bool = True,
+        seed: int = 0,
+        backend: Backend = "auto",
+    ) -> None:
+        if not _is_int(dim) or not 1 <= dim <= 1 << 24:
+            raise ConfigError(f"dim={dim!r}: must be a positive integer (at most 2**24)")
+        if (
+            not isinstance(ngram, Sequence)
+            or isinstance(ngram, str)
+            or len(ngram) != 2
+            or not all(_is_int(n) for n in ngram)
+            or not 1 <= ngram[0] <= ngram[1]
+        ):
+            raise ConfigError(
+                f"ngram={ngram!r}: must be a pair of integers (lo, hi), 1 <= lo <= hi"
+            )
+        if not isinstance(lowercase, bool):
+            raise ConfigError(f"lowercase={lowercase!r}: must be a bool")
+        if not _is_int(seed) or not 0 <= seed < 1 << 64:
+            raise ConfigError(f"seed={seed!r}: must be an integer in [0, 2**64)")
+        self._np = _resolve_backend(backend, "HashingEmbedder")
+        self.dim = dim
+        self.ngram = (ngram[0], ngram[1])
+        self.lowercase = lowercase
+        self.seed = seed
+        self.backend = backend
+        self.name = f"hashing(dim={dim}, ngram={self.ngram}, lowercase={lowercase}, seed={seed})"
+        self._offset = _FNV_OFFSET ^ _fmix64(seed)
+        # n-gram -> 2 * bucket + sign bit; a pure function of the n-gram, so a cache.
+        self._memo: dict[str, int] = {}
+
+    def _prepare(self, text: str) -> str:
+        if not isinstance(text, str):
+            raise EmbeddingError(f"text={text!r}: must be a string, not {type(text).__name__}")
+        text = " ".join(text.split())
+        return text.lower() if self.lowercase else text
+
+    def _code(self, gram: str) -> int:
+        h = self._offset
+        for ch in gram:
+            h = ((h ^ ord(ch)) * _FNV_PRIME) & _M64
+        h = _fmix64(h)
+        return 2 * (((h >> 32) * self.dim) >> 32) + (h & 1)  # bucket, and the sign bit
+
+    def _grams(self, text: str) -> list[str]:
+        lo, hi = self.ngram
+        size = len(text)
+        if size < lo:
+            return [text]
+        grams: list[str] = []
+        for n in range(lo, min(hi, size) + 1):
+            grams += [text[i : i + n] for i in range(size - n + 1)]
+        return grams
+
+    def _embed_python(self, text: str) -> list[float]:
+        dim = self.dim
+        if not text:
+            return [0.0] * dim
+        grams = self._grams(text)
+        memo = self._memo
+        codes = list(map(memo.get, grams))  # the per-gram work stays in C when memoized
+        if None in codes:
+            for i, code in enumerate(codes):
+                if code is None:
+                    gram = grams[i]
+                    code = memo.get(gram)
+                    if code is None:
+                        code = self._code(gram)
+                        if len(memo) >= _MEMO_LIMIT:
+                            memo.clear()
+                        memo[gram] = code
+                    codes[i] = code
+        get = Counter(codes).get
+        vec = [get(c, 0) - get(c + 1, 0) for c in range(0, 2 * dim, 2)]
+        norm = math.sqrt(sum(map(operator.mul, vec, vec)))
+        if norm == 0.0:
+            return [0.0] * dim
+        return [x / norm for x in vec]
+
+    def _embed_numpy(self, texts: list[str]) -> Any:
+        """The same vectors as ``_embed_python`` (as a matrix), in a few array passes."""
+        np = self._np
+        dim2 = 2 * self.dim
+        lo, hi = self.ngram
+        lens = np.array([len(t) for t in texts], dtype=np.int64)
+        total = int(lens.sum())
+        padded = np.zeros(total + hi, dtype=np.uint64)
+        joined = "".join(texts).encode("utf-32-le", "surrogatepass")
+        padded[:total] = np.frombuffer(joined, dtype="<u4")
+        base = np.repeat(np.arange(len(texts), dtype=np.int64) * dim2, lens)  # text's first bin
+        starts = np.cumsum(lens) - lens
+        room = np.repeat(starts + lens, lens) - np.arange(total)  # characters left in the text
+        whole = np.repeat(lens, lens)
+        first = np.zeros(total, dtype=bool)
+        first[starts[lens > 0]] = True
+        parts = []
+        h = np.full(total, self._offset, dtype=np.uint64)
+        prime, mix1, mix2 = np.uint64(_FNV_PRIME), np.uint64(_MIX1), np.uint64(_MIX2)
+        s32, one = np.uint64(32), np.uint64(1)
+        for k in range(hi):
+            n = k + 1
+            h = (h ^ padded[k : k + total]) * prime
+            # n-grams of length n that fit; a text shorter than lo is one gram, from its start
+            sel = room >= n if n >= lo else first & (whole == n)
+            g = h[sel]
+            g ^= g >> np.uint64(33)
+            g *= mix1
+            g ^= g >> np.uint64(33)
+            g *= mix2
+            g ^= g >> np.uint64(33)
+            code = (((g >> s32) * np.uint64(self.dim)) >> s32) * np.uint64(2) + (g & one)
+            parts.append(base[sel] + code.astype(np.int64))
+        counts = np.bincount(np.concatenate(parts), minlength=len(texts) * dim2)
+        mat = counts.reshape(len(texts), dim2)
+        vec = mat[:, 0::2] - mat[:, 1::2]
+        norm = np.sqrt((vec * vec).sum(axis=1).astype(np.float64))
+        norm[norm == 0.0] = np.inf  # a zero vector stays zero
+        return vec / norm[:, None]
+
+    def _embed_matrix(self, texts: Sequence[str]) -> Any:
+        """``embed_batch`` as a float64 matrix (numpy only): EmbeddingCache's fast path."""
+        prepared = [self._prepare(t) for t in texts]
+        np = self._np
+        blocks = []
+        group: list[str] = []
+        chars = 0
+        for t in prepared:
+            group.append(t)
+            chars += len(t)
+            if chars >= _BATCH_CHARS or len(group) >= 4096:
+                blocks.append(self._embed_numpy(group))
+                group, chars = [], 0
+        if group or not blocks:
+            blocks.append(self._embed_numpy(group))
+        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+    def embed(self, text: str) -> list[float]:
+        """The L2-normalized hashed n-gram vector of ``text`` (``dim`` floats)."""
+        text = self._prepare(text)
+        if self._np is not None and len(text) > _LONG_TEXT:
+            row: list[float] = self._embed_numpy([text])[0].tolist()
+            return row
+        return self._embed_python(text)
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        """``embed`` of each text, in order (vectorized with numpy when available)."""
+        if self._np is None:
+            return [self._embed_python(self._prepare(t)) for t in texts]
+        out: list[list[float]] = self._embed_matrix(texts).tolist()
+        return out
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim}, ngram={self.ngram}, seed={self.seed})"
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _resolve_backend(backend: str, what: str) -> Any:
+    """The numpy module for ``backend`` ("auto": if installed), or None for pure Python."""
+    if backend not in ("auto", "numpy", "python"):
+        raise ConfigError(f"backend={backend!r}: must be 'auto', 'numpy' or 'python'")
+    if backend == "python":
+        return None
+    np = _numpy()
+    if np is None and backend == "numpy":
+        raise MissingDependency(f"{what}(backend='numpy')", "numpy", "numpy")
+    return np

@@ -1,0 +1,272 @@
+"""LLMSummarizer: summaries from any OpenAI-compatible Chat Completions endpoint.
+
+Uses the official ``openai`` client (extra ``llm``), imported when the summarizer
+is created. The sync call and its async twin ``acall`` share request building and
+response parsing; only the client differs. Failures are typed: timeouts, dropped
+connections, 408/409/429 and 5xx answers raise ``TransientError`` (worth a retry);
+anything else, including a malformed response, raises ``SummarizerError``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..errors import ConfigError, ConvomemError, MissingDependency, SummarizerError, TransientError
+from ..model import Message
+from .summary import Summary, transcript
+
+DEFAULT_PROMPT: Final = """\
+You maintain the running summary of a conversation between a user and an assistant.
+
+Summary so far:
+{previous}
+
+New messages:
+{messages}
+
+Write the updated summary: fold the new messages into the summary so far. Keep all \
+names, stated preferences, decisions and numbers (order, ticket and invoice numbers, ids, \
+dates, amounts) exactly as written, and every unresolved issue or open question. Drop \
+greetings and small talk. Be concise. Reply with the summary only."""
+"""The default prompt; ``{previous}`` and ``{messages}`` are filled in."""
+
+NO_PREVIOUS: Final = "(none yet)"
+
+_PLACEHOLDER = re.compile(r"\{(previous|messages)\}")
+_TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError:
+        raise MissingDependency("LLMSummarizer", "llm", "openai") from None
+    return openai
+
+
+@dataclass(slots=True)
+class LLMUsage:
+    """Token usage reported by the endpoint, summed over calls."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LLMSummarizer:
+    """A summarizer backed by a chat model behind an OpenAI-compatible endpoint.
+
+    ``LLMSummarizer("gpt-4o-mini")`` uses api.openai.com with ``OPENAI_API_KEY``;
+    ``base_url="http://localhost:11434/v1"`` (Ollama, vLLM, llama.cpp ...) needs no
+    key. ``prompt`` must contain ``{previous}`` and ``{messages}``. Pass ``client`` /
+    ``async_client`` to reuse configured ``openai.OpenAI`` / ``AsyncOpenAI`` clients.
+    ``max_retries`` is the client's own retry count, 0 by default because
+    ``RunningSummary`` retries with its own backoff and fallback.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prompt: str = DEFAULT_PROMPT,
+        client: Any = None,
+        async_client: Any = None,
+        timeout: float = 60.0,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        max_retries: int = 0,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model={model!r}: must be a non-empty string")
+        if not isinstance(prompt, str) or {m.group(1) for m in _PLACEHOLDER.finditer(prompt)} != {
+            "previous",
+            "messages",
+        }:
+            raise ConfigError(f"prompt={prompt!r}: must contain {{previous}} and {{messages}}")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise ConfigError(f"timeout={timeout!r}: must be a positive number of seconds")
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ConfigError(f"max_tokens={max_tokens!r}: must be a positive integer or None")
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)
+        ):
+            raise ConfigError(f"temperature={temperature!r}: must be a number or None")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError(f"max_retries={max_retries!r}: must be a non-negative integer")
+        if base_url is not None and (not isinstance(base_url, str) or not base_url):
+            raise ConfigError(f"base_url={base_url!r}: must be a non-empty string or None")
+        self.model = model
+        self.name = f"llm:{model}"
+        self.base_url = base_url
+        self.prompt = prompt
+        self.timeout = float(timeout)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.max_retries = max_retries
+        self.usage = LLMUsage()
+        self._client = client
+        self._async_client = async_client
+        self._lock = threading.Lock()
+        self._openai: Any = None
+        self._api_key: str | None = None
+        if client is None or async_client is None:
+            self._openai = _import_openai()
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if key is None and base_url is not None:
+                key = "unused"  # local OpenAI-compatible servers need no key
+            if key is None:
+                raise ConfigError(
+                    "api_key=None: pass api_key=..., set OPENAI_API_KEY, or give the "
+                    "base_url of a server that needs no key"
+                )
+            self._api_key = key
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"LLMSummarizer({self.model!r}{where})"
+
+    # -- shared logic ----------------------------------------------------------------
+
+    def render_prompt(self, messages: Sequence[Message], previous: Summary | None) -> str:
+        """The prompt text for these messages and previous summary."""
+        values = {
+            "previous": previous.text if previous is not None and previous.text else NO_PREVIOUS,
+            "messages": transcript(messages) or "(no text)",
+        }
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.prompt)
+
+    def build_request(
+        self, messages: Sequence[Message], previous: Summary | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for one summary."""
+        req: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": self.render_prompt(messages, previous)}],
+        }
+        if self.max_tokens is not None:
+            req["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            req["temperature"] = self.temperature
+        return req
+
+    def parse_response(self, response: Any) -> str:
+        """The summary text of a Chat Completions response; records usage."""
+        try:
+            choices = _get(response, "choices")
+            content = _get(_get(choices[0], "message"), "content")
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise SummarizerError(
+                f"{self.name}: malformed response (no choices[0].message.content): "
+                f"{_preview(response)}"
+            ) from exc
+        if not isinstance(content, str) or not content.strip():
+            raise SummarizerError(f"{self.name}: the response has no summary text: {content!r}")
+        self.usage.calls += 1
+        usage = _get(response, "usage", None)
+        if usage is not None:
+            for field in ("prompt_tokens", "completion_tokens"):
+                n = _get(usage, field, None)
+                if isinstance(n, int):
+                    setattr(self.usage, field, getattr(self.usage, field) + n)
+        return content.strip()
+
+    def _error(self, exc: Exception) -> ConvomemError:
+        if isinstance(exc, ConvomemError):
+            return exc
+        status = getattr(exc, "status_code", None)
+        transient = isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+        openai = self._openai
+        if openai is None:
+            try:
+                openai = _import_openai()
+            except MissingDependency:
+                openai = None
+        if openai is not None and isinstance(
+            exc, openai.APITimeoutError | openai.APIConnectionError
+        ):
+            transient = True
+        if isinstance(exc, TimeoutError | ConnectionError):
+            transient = True
+        what = f"{self.name}: {type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+        if transient:
+            return TransientError(f"{what}: {exc}")
+        return SummarizerError(f"{what}: {exc}", errors=(exc,))
+
+    # -- clients ---------------------------------------------------------------------
+
+    def _sync(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._openai.OpenAI(
+                        api_key=self._api_key,
+                        base_url=self.base_url,
+                        timeout=self.timeout,
+                        max_retries=self.max_retries,
+                    )
+        return self._client
+
+    def _async(self) -> Any:
+        if self._async_client is None:
+            with self._lock:
+                if self._async_client is None:
+                    self._async_client = self._openai.AsyncOpenAI(
+                        api_key=self._api_key,
+                        base_url=self.base_url,
+                        timeout=self.timeout,
+                        max_retries=self.max_retries,
+                    )
+        return self._async_client
+
+    # -- the twins -------------------------------------------------------------------
+
+    def __call__(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
+        """Summarize ``messages`` folded into ``previous`` (blocking)."""
+        request = self.build_request(messages, previous)
+        try:
+            response = self._sync().chat.completions.create(**request)
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self.parse_response(response)
+
+    async def acall(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
+        """Async twin of ``__call__`` (uses ``AsyncOpenAI``)."""
+        request = self.build_request(messages, previous)
+        try:
+            response = await self._async().chat.completions.create(**request)
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self.parse_response(response)
+
+
+_MISSING: Any = object()
+
+
+def _get(obj: Any, name: str, default: Any = _MISSING) -> Any:
+    if isinstance(obj, Mapping):
+        if default is _MISSING:
+            return obj[name]
+        return obj.get(name, default)
+    if default is _MISSING:
+        return getattr(obj, name)
+    return getattr(obj, name, default)
+
+
+def _preview(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 200 else text[:197] + "..."

