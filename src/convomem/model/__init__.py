@@ -20,10 +20,19 @@ from .chunks import (
     validate_pairs,
 )
 from .messages import ROLES, Message, Role, new_id
-from .pins import PIN_NAMES, PinSpec, check_pins, resolve_pins
+from .pins import (
+    COMPRESSED_KEY,
+    PIN_NAMES,
+    PinPolicy,
+    PinSpec,
+    check_pins,
+    resolve_pins,
+    starts_turn,
+)
 
 __all__ = [
     "BLOCK_TYPES",
+    "COMPRESSED_KEY",
     "PIN_NAMES",
     "ROLES",
     "STUB_RESULT",
@@ -33,6 +42,7 @@ __all__ = [
     "ImageBlock",
     "Message",
     "PairProblem",
+    "PinPolicy",
     "PinSpec",
     "ResultPart",
     "Role",
@@ -44,6 +54,7 @@ __all__ = [
     "new_id",
     "repair_pairs",
     "resolve_pins",
+    "starts_turn",
     "stub_result",
     "validate_pairs",
 ]
