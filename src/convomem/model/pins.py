@@ -101,8 +101,8 @@ class PinPolicy:
         if message.priority == 2 or index in self.indices:
             return True
         role = message.role
-        if role == "system":
-            return self.system
+        if role == "system" and self.system:
+            return True
         if role == "user" and self.first_user and not seen_user:
             return True
         return self.tool_results and message.has_tool_result()
