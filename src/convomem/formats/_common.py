@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..errors import InvalidMessage
-from ..model import ToolUseBlock
+from ..model import DERIVED_ID_PREFIX, ToolUseBlock
 
 
 def tool_arguments(block: ToolUseBlock, field: str, target: str) -> dict[str, Any]:
@@ -34,14 +34,16 @@ def stable_id(data: Any, seen: dict[str, int], prefix: str = "oa") -> str:
 
     The same list of dicts always gets the same ids, and identical dicts in one list get
     distinct ones. ``seen`` is the per-conversion occurrence counter; the format
-    converters share this helper, each with its own ``prefix``.
+    converters share this helper, each with its own ``prefix``. Every id it makes starts
+    with ``DERIVED_ID_PREFIX``, so ``is_derived_id`` tells it from an id a caller gave.
     """
     digest = hashlib.blake2b(
         json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode(), digest_size=8
     ).hexdigest()
     n = seen.get(digest, 0)
     seen[digest] = n + 1
-    return f"{prefix}_{digest}" if n == 0 else f"{prefix}_{digest}_{n}"
+    base = f"{DERIVED_ID_PREFIX}{prefix}_{digest}"
+    return base if n == 0 else f"{base}_{n}"
 
 
 def at_field(where: str, exc: InvalidMessage) -> InvalidMessage:

@@ -19,7 +19,7 @@ from .chunks import (
     stub_result,
     validate_pairs,
 )
-from .messages import ROLES, Message, Role, new_id
+from .messages import DERIVED_ID_PREFIX, ROLES, Message, Role, is_derived_id, new_id
 from .pins import (
     COMPRESSED_KEY,
     PIN_NAMES,
@@ -33,6 +33,7 @@ from .pins import (
 __all__ = [
     "BLOCK_TYPES",
     "COMPRESSED_KEY",
+    "DERIVED_ID_PREFIX",
     "PIN_NAMES",
     "ROLES",
     "STUB_RESULT",
@@ -51,6 +52,7 @@ __all__ = [
     "ToolUseBlock",
     "check_pins",
     "group_pairs",
+    "is_derived_id",
     "new_id",
     "repair_pairs",
     "resolve_pins",

@@ -36,6 +36,22 @@ def new_id() -> str:
     return f"{_ID_PREFIX}{next(_id_counter):x}"
 
 
+DERIVED_ID_PREFIX: Final = "~"
+"""The reserved first character of ids a format converter derives from content.
+
+``from_openai`` / ``from_anthropic`` / ``from_langchain`` give a message without an id
+one derived from its content and occurrence (``~oa_<hash>``), so converting the same
+list twice gives the same ids. Two equal messages converted one call at a time get the
+same derived id, though; a session recognizes such ids with ``is_derived_id`` and gives
+a repeat a fresh one instead of rejecting it. Ids of your own should not start with it.
+"""
+
+
+def is_derived_id(message_id: str) -> bool:
+    """True if ``message_id`` was derived by a format converter (not given by a caller)."""
+    return message_id.startswith(DERIVED_ID_PREFIX)
+
+
 class Message:
     """One chat message: immutable, with a stable ``id``.
 
