@@ -110,3 +110,16 @@ _short_repr = reprlib.Repr()
 _short_repr.maxstring = 60
 _short_repr.maxother = 60
 _short_repr.maxlist = _short_repr.maxtuple = 4
+
+
+class OverBudget(ConvomemError):
+    """A pack with ``strict=True`` does not fit: it is over budget, or a pinned message
+    could not be sent. ``result`` is the ``PackResult`` (``result.explain()`` says why)."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        problems = "; ".join(result.problems()) or "it does not fit"
+        super().__init__(
+            f"packed {result.token_count:,} tokens for a budget of {result.budget:,}: "
+            f"{problems} (see .result.explain())"
+        )
