@@ -33,6 +33,8 @@ class Chunk:
     tokens: int = 0
     pending: set[str] = field(default_factory=set)
     orphan: bool = False
+    pinned_at: list[int] = field(default_factory=list)
+    """Positions of the messages pinned on their own (the chunk is pinned for them)."""
 
     @property
     def start(self) -> int:
@@ -67,16 +69,28 @@ class ChunkBuilder:
         self._open: dict[str, Chunk] = {}
 
     def add(self, message: Message, index: int, *, tokens: int = 0, pinned: bool = False) -> Chunk:
-        """Place ``message`` (at position ``index``); return the chunk now holding it."""
+        """Place ``message`` (at position ``index``); return the chunk now holding it.
+
+        A message that answers an open call and also carries results answering no open
+        call (a call made nowhere, or answered already) joins the exchange as a copy
+        without those stray results, so no view ever sends a result without its call.
+        """
         result_ids = message.tool_result_ids()
         open_ = self._open
+        pinned_at = [index] if pinned else []
         if result_ids:
             target = self.joins(message)
             if target is None:
-                chunk = Chunk([message], [index], pinned, tokens, orphan=True)
+                chunk = Chunk([message], [index], pinned, tokens, orphan=True, pinned_at=pinned_at)
                 self.chunks.append(chunk)
                 return chunk
+            if any(r not in open_ for r in result_ids) or len(set(result_ids)) < len(result_ids):
+                # Results answering no open call (made nowhere, or answered already) would
+                # be orphans in any view: the chunk holds a copy without them.
+                message = _without_stray_results(message, set(open_))
+                result_ids = message.tool_result_ids()
             self._merge_tail_into(target)
+            target.pinned_at.extend(pinned_at)
             target.messages.append(message)
             target.indices.append(index)
             target.tokens += tokens
@@ -87,7 +101,7 @@ class ChunkBuilder:
                     target.pending.discard(r)
             chunk = target
         else:
-            chunk = Chunk([message], [index], pinned, tokens)
+            chunk = Chunk([message], [index], pinned, tokens, pinned_at=pinned_at)
             self.chunks.append(chunk)
         for call_id in message.tool_use_ids():
             chunk.pending.add(call_id)
@@ -123,6 +137,7 @@ class ChunkBuilder:
             target.indices.extend(c.indices)
             target.tokens += c.tokens
             target.pinned = target.pinned or c.pinned
+            target.pinned_at.extend(c.pinned_at)
             for call_id in c.pending:
                 target.pending.add(call_id)
                 self._open[call_id] = target
