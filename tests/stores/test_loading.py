@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from convomem.errors import ConfigError, ConvomemError, HistoryLoadError, TransientError
 from convomem.model import Message
+from convomem.retry import RetryPolicy, stop_after_attempt, stop_after_delay, wait_fixed
 from convomem.stores.loading import (
     InvalidPage,
     LoadProgress,
@@ -756,3 +758,227 @@ def test_resuming_after_a_failure_loses_nothing(layout: Layout, mode: str, retri
     # Duplicates across the two loads are the caller's to drop (a new load has no memory
     # of the ids the first one saw); after that, nothing is lost and the order holds.
     assert same(first_occurrences(before + rest), complete)
+
+
+# -- the shared retry policy -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_retry_policy_replaces_the_shorthands(mode: str) -> None:
+    store, expected = seed_store()
+    store.failures = {None: 2, "c1": 1}
+    policy = RetryPolicy(stop=stop_after_attempt(3), wait=wait_fixed(0.25))
+    result = run(mode, store, retry=policy)
+    assert result.error is None and result.messages == expected
+    assert result.sleeps == [0.25, 0.25, 0.25]
+    store, _ = seed_store()
+    store.failures = {"c1": 3}
+    error = run(mode, store, retry=policy).error
+    assert isinstance(error, HistoryLoadError) and error.cursor == "c1"
+    assert "failed 3 times" in str(error)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_retry_policy_decides_which_errors_are_retried(mode: str) -> None:
+    store, expected = seed_store()
+    store.raise_at = {}
+    calls = 0
+
+    def fetch(cursor: str | None) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise TimeoutError("slow")
+        return store(cursor)
+
+    policy = RetryPolicy(retry=(TransientError, TimeoutError), wait=wait_fixed(0.0))
+    assert ok(mode, fetch, retry=policy) == expected
+    calls = 0
+    assert isinstance(run(mode, fetch).error, TimeoutError)  # the default: TransientError only
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_retry_policy_that_stops_by_time(mode: str) -> None:
+    clock = [0.0]
+    store = Store({None: ([msg("a")], None)}, failures={None: 100})
+
+    def tick(delay: float) -> None:
+        clock[0] += delay
+
+    policy = RetryPolicy(stop=stop_after_delay(1.0), wait=wait_fixed(0.3), clock=lambda: clock[0])
+    if mode in ("sync", "iter"):
+        result = run(mode, store, retry=policy, sleep=tick)
+    else:
+
+        async def atick(delay: float) -> None:
+            tick(delay)
+
+        result = run(mode, store, retry=policy, sleep=atick)
+    assert isinstance(result.error, HistoryLoadError)
+    assert store.calls == [None] * 5  # failures at t=0, .3, .6, .9, then 1.2 >= 1.0
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("retries", 5), ("base_delay", 1.0), ("max_delay", 9), ("rng", Top())]
+)
+def test_retry_and_its_shorthands_are_exclusive(option: str, value: Any) -> None:
+    store, _ = seed_store()
+    with pytest.raises(ConfigError, match=f"^{option}=.*not both"):
+        load_history(store, retry=RetryPolicy(), **{option: value})
+    with pytest.raises(ConfigError, match="retry=3: must be a RetryPolicy"):
+        load_history(store, retry=3)  # type: ignore[arg-type]
+    assert store.calls == []
+
+
+# -- logging why a load ended ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_page_end_is_logged_at_info(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    store = Store({None: ([msg("a")], "c1"), "c1": ([], "c2")})
+    with caplog.at_level(logging.DEBUG, logger="convomem.stores.loading"):
+        assert [m.id for m in ok(mode, store)] == ["a"]
+    (record,) = [r for r in caplog.records if r.name == "convomem.stores.loading"]
+    assert record.levelno == logging.INFO
+    text = record.getMessage()
+    assert "empty page" in text and "'c1'" in text and "'c2'" in text and "1 messages" in text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_normal_end_is_logged_at_debug_only(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    store, _ = seed_store()
+    store.pages["c1"] = ([msg("m3")], None)
+    with caplog.at_level(logging.DEBUG, logger="convomem.stores.loading"):
+        ok(mode, store)
+    records = [r for r in caplog.records if r.name == "convomem.stores.loading"]
+    assert [r.levelno for r in records] == [logging.DEBUG]
+    assert "complete after 2 pages, 3 messages" in records[0].getMessage()
+
+
+# -- hostile stores: whatever a store answers, nothing is lost or repeated, and it ends ---
+
+
+class Hostile:
+    """A store whose every answer is drawn by hypothesis as the load goes: pages that
+    repeat earlier ones, ids seen on earlier pages, cursors that loop back or point to
+    themselves, transient failures, malformed results. It records what it served."""
+
+    def __init__(self, data: st.DataObject, failure_budget: int) -> None:
+        self.data = data
+        self.failures_left = failure_budget
+        self.served: list[list[Message]] = []  # the valid pages, in the order served
+        self.cursors: list[str] = []
+        self.calls = 0
+        self.invalid = False
+        self.fresh = 0
+
+    def __call__(self, cursor: str | None) -> Any:
+        self.calls += 1
+        draw = self.data.draw
+        action = draw(st.sampled_from(["page"] * 6 + ["fail", "repeat", "bad"]), label="act")
+        if action == "fail" and self.failures_left > 0:
+            self.failures_left -= 1
+            raise TransientError("hostile store busy")
+        if action == "bad":
+            self.invalid = True
+            return draw(st.sampled_from([None, ([msg("x")], 5), (["y"], None), "page"]))
+        if action == "repeat" and self.served:
+            page = list(self.served[draw(st.integers(0, len(self.served) - 1))])
+        else:
+            ids = draw(st.lists(st.sampled_from("abcdefgh"), max_size=4), label="ids")
+            page = [msg(i, f"{i}#{self.calls}.{k}") for k, i in enumerate(ids)]
+        link = draw(st.sampled_from(["fresh", "fresh", "none", "back", "self"]), label="link")
+        if link == "none":
+            nxt = None
+        elif link == "back" and self.cursors:
+            nxt = draw(st.sampled_from(self.cursors))
+        elif link == "self" and cursor is not None:
+            nxt = cursor
+        else:
+            self.fresh += 1
+            nxt = f"k{self.fresh}"
+        if nxt is not None:
+            self.cursors.append(nxt)
+        self.served.append(page)
+        return page, nxt
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    mode=st.sampled_from(MODES),
+    retries=st.integers(0, 3),
+    max_pages=st.integers(1, 12),
+    failure_budget=st.integers(0, 6),
+)
+def test_hostile_stores_never_lose_or_repeat_a_served_message_and_always_end(
+    data: st.DataObject, mode: str, retries: int, max_pages: int, failure_budget: int
+) -> None:
+    store = Hostile(data, failure_budget)
+    result = run(mode, store, retries=retries, max_pages=max_pages, rng=random.Random(0))
+    # It ends: at most max_pages pages, each tried at most retries + 1 times.
+    assert store.calls <= max_pages * (retries + 1)
+    assert len(store.served) <= max_pages
+    served = [m for page in store.served for m in page]
+    want = first_occurrences(served)
+    error = result.error
+    if isinstance(error, InvalidPage):
+        assert store.invalid and error.page == len(store.served) + 1
+    elif error is not None:
+        assert isinstance(error, HistoryLoadError)
+    # Nothing lost, nothing repeated, in the order served (objects, not copies).
+    if mode in ("iter", "aiter") or error is None:
+        got = result.messages
+    elif isinstance(error, HistoryLoadError):
+        got = error.messages
+    else:
+        return  # an InvalidPage from load_history carries no messages (see the report)
+    assert same(got, want)
+    assert len({m.id for m in got}) == len(got)
+
+
+class Resume(RuleBasedStateMachine):
+    """Loads resumed from the cursor of each failure, against a fixed paged history:
+    the union of every load, first occurrences kept, is always a prefix of the history,
+    and once the store stops failing a resumed load completes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history = [msg(f"h{i}") for i in range(23)]
+        self.pages: dict[str | None, Result] = {}
+        keys: list[str | None] = [None] + [f"p{k}" for k in range(1, 6)]
+        for k, key in enumerate(keys):
+            nxt = keys[k + 1] if k + 1 < len(keys) else None
+            self.pages[key] = (self.history[k * 5 : k * 5 + 5], nxt)
+        self.store = Store(dict(self.pages))
+        self.loaded: list[Message] = []
+        self.cursor: str | None = None
+        self.finished = False
+
+    @rule(key=st.sampled_from([None, "p1", "p2", "p3", "p4"]), n=st.integers(1, 4))
+    def break_a_page(self, key: str | None, n: int) -> None:
+        self.store.failures[key] = self.store.failures.get(key, 0) + n
+
+    @precondition(lambda self: not self.finished)
+    @rule(mode=st.sampled_from(MODES), retries=st.integers(0, 2))
+    def load(self, mode: str, retries: int) -> None:
+        result = run(mode, self.store, cursor=self.cursor, retries=retries)
+        if result.error is None:
+            self.loaded += result.messages
+            self.finished = True
+            return
+        error = result.error
+        assert isinstance(error, HistoryLoadError)
+        self.loaded += error.messages if mode in ("sync", "async") else result.messages
+        self.cursor = error.cursor
+
+    @invariant()
+    def a_prefix_of_the_history_each_message_once(self) -> None:
+        got = first_occurrences(self.loaded)
+        assert same(got, self.history[: len(got)])
+        if self.finished:
+            assert same(got, self.history)
+
+
+Resume.TestCase.settings = settings(max_examples=40, stateful_step_count=12, deadline=None)
+test_resumed_loads_complete_the_history = Resume.TestCase

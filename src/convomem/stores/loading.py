@@ -4,8 +4,9 @@ A store is a function ``fetch_page(cursor) -> (messages, next_cursor)``: the fir
 passes ``None``; a ``None`` cursor or an empty page means there is nothing more; it may
 raise :class:`~convomem.errors.TransientError`. Every rule of a load lives in one
 sans-I/O state machine, :class:`_Loader` (cursor-loop detection, the page budget,
-retries with backoff, duplicate ids, validation, progress); the sync and async drivers
-only call ``fetch_page`` and sleep, so the twins cannot drift apart.
+duplicate ids, validation, progress) and the shared :class:`~convomem.retry.RetryPolicy`
+(when to retry and how long to wait); the sync and async drivers only call
+``fetch_page`` and sleep, so the twins cannot drift apart.
 """
 
 from __future__ import annotations
@@ -13,16 +14,23 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import math
-import random
 import reprlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeAlias
+from typing import Any, Final, TypeAlias
 
+from .. import _check
 from ..errors import ConfigError, HistoryLoadError, InvalidPage, TransientError
 from ..model import Message
+from ..retry import (
+    RetryAttempts,
+    RetryPolicy,
+    Uniform,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_full_jitter,
+)
 
 __all__ = [
     "AsyncFetchPage",
@@ -50,10 +58,6 @@ _short_repr.maxother = 60
 _short_repr.maxlist = _short_repr.maxtuple = 4
 
 
-class _Uniform(Protocol):
-    def uniform(self, a: float, b: float, /) -> float: ...
-
-
 @dataclass(frozen=True, slots=True)
 class LoadProgress:
     """What ``on_page`` receives after each page that was fetched successfully."""
@@ -76,27 +80,35 @@ class LoadProgress:
     """True when this page ended the load."""
 
 
-def _check_count(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a positive integer" if minimum == 1 else "a non-negative integer"
-        raise ConfigError(f"{name}={value!r}: must be {kind}")
-    return value
+_DEFAULTS: Final = {"retries": 3, "base_delay": 0.05, "max_delay": 2.0, "rng": None}
 
 
-def _check_seconds(name: str, value: Any) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise ConfigError(f"{name}={value!r}: must be a finite number of seconds >= 0")
-    return float(value)
-
-
-def _check_callable(name: str, value: Any) -> None:
-    if not callable(value):
-        raise ConfigError(f"{name}={value!r}: must be callable")
+def _policy(
+    retry: object, retries: object, base_delay: object, max_delay: object, rng: object
+) -> RetryPolicy:
+    """The retry policy of a load: ``retry`` itself, or one built from the shorthands."""
+    given = {"retries": retries, "base_delay": base_delay, "max_delay": max_delay, "rng": rng}
+    if retry is not None:
+        if not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+        changed = [k for k, v in given.items() if v is not _DEFAULTS[k] and v != _DEFAULTS[k]]
+        if changed:
+            raise ConfigError(
+                f"{changed[0]}={given[changed[0]]!r}: pass either retry=RetryPolicy(...) or "
+                "the retries/base_delay/max_delay/rng shorthands, not both"
+            )
+        return retry
+    n = _check.non_negative_int("retries", retries)
+    base = _check.number("base_delay", base_delay, minimum=0.0)
+    cap = _check.number("max_delay", max_delay, minimum=0.0)
+    if rng is not None and not callable(getattr(rng, "uniform", None)):
+        raise ConfigError(f"rng={rng!r}: must have a uniform(a, b) method")
+    return RetryPolicy(
+        stop=stop_after_attempt(n + 1),
+        wait=wait_full_jitter(base, max=cap),
+        retry=retry_if_exception_type(TransientError),
+        rng=rng,  # type: ignore[arg-type]
+    )
 
 
 def _first_occurrences(page: Sequence[Message], ids: list[str], seen: set[str]) -> list[Message]:
@@ -119,18 +131,15 @@ class _Loader:
     """
 
     __slots__ = (
-        "_base_delay",
+        "_attempts",
         "_cursors",
         "_done",
         "_duplicates",
-        "_failures",
         "_ids",
-        "_max_delay",
         "_max_pages",
         "_on_page",
+        "_policy",
         "_retried",
-        "_retries",
-        "_rng",
         "collect",
         "cursor",
         "messages",
@@ -150,22 +159,16 @@ class _Loader:
         rng: Any,
         on_page: Any,
         collect: bool,
+        retry: Any = None,
     ) -> None:
-        _check_callable("fetch_page", fetch_page)
+        _check.function("fetch_page", fetch_page, "cursor -> (messages, next_cursor)")
         if cursor is not None and not isinstance(cursor, str):
             raise ConfigError(f"cursor={cursor!r}: must be a string or None")
-        self._max_pages = _check_count("max_pages", max_pages, 1)
-        self._retries = _check_count("retries", retries, 0)
-        self._base_delay = _check_seconds("base_delay", base_delay)
-        self._max_delay = _check_seconds("max_delay", max_delay)
-        _check_callable("sleep", sleep)
-        if rng is None:
-            rng = random.Random()
-        elif not callable(getattr(rng, "uniform", None)):
-            raise ConfigError(f"rng={rng!r}: must have a uniform(a, b) method")
-        self._rng: _Uniform = rng
+        self._max_pages = _check.positive_int("max_pages", max_pages)
+        self._policy = _policy(retry, retries, base_delay, max_delay, rng)
+        _check.function("sleep", sleep, "seconds -> None")
         if on_page is not None:
-            _check_callable("on_page", on_page)
+            _check.function("on_page", on_page, "LoadProgress -> None")
         self._on_page: Callable[[LoadProgress], object] | None = on_page
         self.collect = collect
         self.cursor: str | None = cursor
@@ -173,7 +176,7 @@ class _Loader:
         self._ids: set[str] = set()
         self.messages: list[Message] = []
         self.pages = 0
-        self._failures = 0  # consecutive failures of the page being fetched
+        self._attempts: RetryAttempts | None = None  # the attempts of the page being fetched
         self._retried = 0
         self._duplicates = 0
         self._done = False
@@ -189,27 +192,30 @@ class _Loader:
                 messages=self.messages,
                 cursor=self.cursor,
             )
+        if self._attempts is None:
+            self._attempts = self._policy.attempts()  # the page's clock starts now
         return True
 
-    def failed(self, error: TransientError) -> float:
-        """Record a transient failure; return the delay before the retry, or raise
-        ``HistoryLoadError`` (chained to ``error``) when the retries are used up."""
-        if self._failures >= self._retries:
-            raise HistoryLoadError(
-                f"fetch_page({self.cursor!r}) failed {self._failures + 1} times "
-                f"(last error: {error!r}); {len(self._ids)} messages loaded, "
-                f"resume with cursor={self.cursor!r}",
-                messages=self.messages,
-                cursor=self.cursor,
-            ) from error
-        attempt = self._failures
-        self._failures += 1
-        self._retried += 1
-        # Full jitter: uniform over [0, min(cap, base * 2**attempt)].
-        ceiling = self._max_delay
-        if attempt < 64:  # beyond that 2**attempt only risks a float overflow
-            ceiling = min(ceiling, self._base_delay * 2**attempt)
-        return self._rng.uniform(0.0, ceiling)
+    def failed(self, error: Exception) -> float | None:
+        """Record a failed fetch. Returns the delay before retrying, or ``None`` when the
+        error is not retryable (the driver re-raises it as it is); raises
+        ``HistoryLoadError`` (chained to ``error``) when the policy stops retrying."""
+        attempts = self._attempts
+        if attempts is None:  # a failure outside more(): cannot happen with our drivers
+            attempts = self._attempts = self._policy.attempts()
+        decision = attempts.failed(error)
+        if decision.retry:
+            self._retried += 1
+            return decision.delay
+        if not decision.stopped:
+            return None
+        raise HistoryLoadError(
+            f"fetch_page({self.cursor!r}) failed {decision.attempt} times "
+            f"(last error: {error!r}); {len(self._ids)} messages loaded, "
+            f"resume with cursor={self.cursor!r}",
+            messages=self.messages,
+            cursor=self.cursor,
+        ) from error
 
     def invalid(self, field: str, value: Any, problem: str) -> InvalidPage:
         """The error for a bad result of the page being fetched."""
@@ -262,12 +268,30 @@ class _Loader:
             new = _first_occurrences(page, ids, seen)
         self._duplicates += len(page) - len(new)
         self.pages += 1
-        self._failures = 0
+        self._attempts = None
         if self.collect:
             self.messages.extend(new)
         fetched_with = self.cursor
-        if next_cursor is None or not page:
+        if next_cursor is None:
             self._done = True
+            log.debug(
+                "fetch_page(%r) returned no next cursor: the load is complete after %d pages, "
+                "%d messages",
+                fetched_with,
+                self.pages,
+                len(seen),
+            )
+        elif not page:
+            # The seed's rule: an empty page ends the history, whatever cursor comes with it.
+            self._done = True
+            log.info(
+                "fetch_page(%r) returned an empty page (with next cursor %r): an empty page "
+                "ends the load; %d pages, %d messages loaded",
+                fetched_with,
+                next_cursor,
+                self.pages,
+                len(seen),
+            )
         elif next_cursor in self._cursors:
             log.warning(
                 "fetch_page(%r) returned cursor %r, which was already fetched; "
@@ -305,8 +329,11 @@ def _run(
     while loader.more():
         try:
             result = fetch_page(loader.cursor)
-        except TransientError as error:
-            sleep(loader.failed(error))
+        except Exception as error:
+            delay = loader.failed(error)
+            if delay is None:
+                raise
+            sleep(delay)
             continue
         new = loader.accept(result)
         if new and not loader.collect:  # load_history reads loader.messages instead
@@ -322,7 +349,8 @@ def iter_history(
     base_delay: float = 0.05,
     max_delay: float = 2.0,
     sleep: Callable[[float], object] = time.sleep,
-    rng: _Uniform | None = None,
+    rng: Uniform | None = None,
+    retry: RetryPolicy | None = None,
     on_page: Callable[[LoadProgress], object] | None = None,
 ) -> Iterator[list[Message]]:
     """Stream a paginated history: yield each page's new messages (a non-empty list,
@@ -343,6 +371,7 @@ def iter_history(
         sleep=sleep,
         rng=rng,
         on_page=on_page,
+        retry=retry,
         collect=False,
     )
     return _run(fetch_page, loader, sleep)
@@ -357,23 +386,31 @@ def load_history(
     base_delay: float = 0.05,
     max_delay: float = 2.0,
     sleep: Callable[[float], object] = time.sleep,
-    rng: _Uniform | None = None,
+    rng: Uniform | None = None,
+    retry: RetryPolicy | None = None,
     on_page: Callable[[LoadProgress], object] | None = None,
 ) -> list[Message]:
     """Load every page of a history; return its messages in order, each id once.
 
     - Starts at ``cursor`` (``None``: the beginning); stops at a ``None`` cursor or an
-      empty page. A cursor that was already fetched ends the load with a warning on the
-      ``convomem.loading`` logger, so a misbehaving store cannot loop forever.
+      empty page (the seed's rule: an empty page ends the history even when it comes
+      with a cursor; that end is logged at INFO on the ``convomem.stores.loading``
+      logger, a normal end at DEBUG). A cursor that was already fetched ends the load
+      with a WARNING there, so a misbehaving store cannot loop forever.
     - After ``max_pages`` pages with more to load, raises ``HistoryLoadError``.
-    - A ``TransientError`` is retried up to ``retries`` times per page, sleeping
+    - Failures of ``fetch_page`` follow one :class:`~convomem.retry.RetryPolicy`, per
+      page: ``retry=RetryPolicy(...)``, or the shorthands, which build
+      ``RetryPolicy(stop=stop_after_attempt(retries + 1),
+      wait=wait_full_jitter(base_delay, max=max_delay), rng=rng)``: a ``TransientError``
+      is retried up to ``retries`` times, sleeping
       ``rng.uniform(0, min(max_delay, base_delay * 2**attempt))`` before retry
-      ``attempt`` (0-based): exponential backoff with full jitter. A page is added only
-      once its call succeeded. When the retries are used up, raises ``HistoryLoadError``
-      with the messages loaded so far (``.messages``) and the cursor to resume from
-      (``.cursor``), chained to the last ``TransientError``.
+      ``attempt`` (0-based). A page is added only once its call succeeded. When the
+      policy stops retrying, raises ``HistoryLoadError`` with the messages loaded so far
+      (``.messages``) and the cursor to resume from (``.cursor``), chained to the last
+      error.
     - A message whose id was already loaded is dropped (the first occurrence is kept).
-    - Any other exception, and ``InvalidPage`` for a malformed result, propagate at once.
+    - An error the policy does not retry, and ``InvalidPage`` for a malformed result,
+      propagate at once.
     - ``on_page`` receives a :class:`LoadProgress` after each successful page.
     """
     loader = _Loader(
@@ -386,6 +423,7 @@ def load_history(
         sleep=sleep,
         rng=rng,
         on_page=on_page,
+        retry=retry,
         collect=True,
     )
     for _ in _run(fetch_page, loader, sleep):
@@ -402,13 +440,23 @@ async def _arun(
     while loader.more():
         try:
             pending = fetch_page(loader.cursor)
-            if not inspect.isawaitable(pending):
-                raise loader.invalid(
-                    "result", pending, "is not awaitable; use load_history / iter_history"
-                )
+        except Exception as error:
+            delay = loader.failed(error)
+            if delay is None:
+                raise
+            await sleep(delay)
+            continue
+        if not inspect.isawaitable(pending):
+            raise loader.invalid(
+                "result", pending, "is not awaitable; use load_history / iter_history"
+            )
+        try:
             result = await pending
-        except TransientError as error:
-            await sleep(loader.failed(error))
+        except Exception as error:
+            delay = loader.failed(error)
+            if delay is None:
+                raise
+            await sleep(delay)
             continue
         new = loader.accept(result)
         if new and not loader.collect:  # load_history reads loader.messages instead
@@ -424,7 +472,8 @@ def aiter_history(
     base_delay: float = 0.05,
     max_delay: float = 2.0,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    rng: _Uniform | None = None,
+    rng: Uniform | None = None,
+    retry: RetryPolicy | None = None,
     on_page: Callable[[LoadProgress], object] | None = None,
 ) -> AsyncIterator[list[Message]]:
     """The async twin of :func:`iter_history`: ``fetch_page`` and ``sleep`` are awaited.
@@ -441,6 +490,7 @@ def aiter_history(
         sleep=sleep,
         rng=rng,
         on_page=on_page,
+        retry=retry,
         collect=False,
     )
     return _arun(fetch_page, loader, sleep)
@@ -455,7 +505,8 @@ async def aload_history(
     base_delay: float = 0.05,
     max_delay: float = 2.0,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    rng: _Uniform | None = None,
+    rng: Uniform | None = None,
+    retry: RetryPolicy | None = None,
     on_page: Callable[[LoadProgress], object] | None = None,
 ) -> list[Message]:
     """The async twin of :func:`load_history`: ``fetch_page`` and ``sleep`` are awaited."""
@@ -469,6 +520,7 @@ async def aload_history(
         sleep=sleep,
         rng=rng,
         on_page=on_page,
+        retry=retry,
         collect=True,
     )
     async for _ in _arun(fetch_page, loader, sleep):
