@@ -1,4 +1,5 @@
-# Quick start: `make demo` and `make test`. Both create .venv and install the project into it.
+# Quick start: `make demo` (runs from src/, nothing installed) and `make test` (creates .venv
+# and installs the project with its dev tools into it).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -12,8 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+# The demo needs no dependency and no install: any Python 3.11+ runs it from the source tree.
+demo:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "make demo needs Python 3.11 or newer, e.g. make demo PYTHON=python3.11"; exit 1; }
+	PYTHONPATH=src $(PYTHON) examples/demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
@@ -24,8 +28,8 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
-# Every benchmark in turn (about 15 minutes); see bench/README.md to run one.
-BENCHES := window loading forgetting tokens packing_self peers_turn dedup_core peers_dedup memory_quality
+# Every benchmark in turn (about 30 minutes on 2 idle cores); see bench/README.md to run one.
+BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
