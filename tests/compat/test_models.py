@@ -19,8 +19,6 @@ from convomem.tokens import Tokenizer, get_tokenizer
         ("gpt-4", "tiktoken:cl100k_base"),  # its own encoding, installed offline
         ("gpt-3.5-turbo", "tiktoken:cl100k_base"),
         ("cl100k_base", "tiktoken:cl100k_base"),  # an encoding name works too
-        ("gpt-4o", "tiktoken:cl100k_base"),  # o200k_base is not installed: the stand-in
-        ("gpt-4o-mini", "tiktoken:cl100k_base"),
         ("approx", "approx"),  # tokenizer specs pass through
         ("words", "words"),
         ("tiktoken:gpt-4", "tiktoken:gpt-4"),
@@ -30,14 +28,38 @@ def test_model_names_map_to_offline_tokenizers(model: str, name: str) -> None:
     assert model_tokenizer(model).name == name
 
 
-def test_the_stand_in_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+def o200k_installed() -> bool:
+    try:
+        get_tokenizer("tiktoken:o200k_base")
+    except TokenizerError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4o-mini", "gpt-4.1"])
+def test_o200k_models_use_their_own_encoding_when_installed(model: str) -> None:
+    own = "tiktoken:o200k_base"
+    assert model_tokenizer(model).name == (own if o200k_installed() else "tiktoken:cl100k_base")
+
+
+def no_o200k(spec: object) -> Tokenizer:
+    if spec == "tiktoken:o200k_base":
+        raise TokenizerError("o200k_base is not installed")
+    return get_tokenizer(spec)  # type: ignore[arg-type]
+
+
+def test_cl100k_stands_in_and_is_logged_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     _models._resolve.cache_clear()
+    monkeypatch.setattr(_models, "get_tokenizer", no_o200k)
     with caplog.at_level(logging.WARNING, logger="convomem.compat"):
-        model_tokenizer("gpt-4o")
-        model_tokenizer("gpt-4o")
+        assert model_tokenizer("gpt-4o").name == "tiktoken:cl100k_base"
+        assert model_tokenizer("gpt-4o").name == "tiktoken:cl100k_base"
     warnings = [r for r in caplog.records if "o200k_base" in r.getMessage()]
     assert len(warnings) == 1
     assert "cl100k_base" in warnings[0].getMessage()
+    _models._resolve.cache_clear()
 
 
 def test_tokenizers_and_functions_pass_through() -> None:
