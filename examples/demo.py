@@ -1,91 +1,194 @@
-"""`make demo`: convomem's main jobs on the bundled support conversation.
+"""`make demo`: one long support thread, before and after convomem.
 
-1. load the history page by page from a (flaky) store,
-2. replay it through the incremental window with hysteresis,
-3. pack it to a budget and explain every decision,
-4. run it through ConversationMemory, which compacts old turns into a summary.
+Maya Chen's six-week thread with Ada, a support agent (examples/support_conversation.json,
+made by make_conversation.py), ends with a question that needs its oldest facts. The
+demo shows what a model with a small context would get without memory (the newest
+messages that fit) and with ``ConversationMemory``: what was kept, dropped, summarized
+and compressed, and why, then the same from the command line.
+
+Runs from a source checkout with no install and no dependency:
+``PYTHONPATH=src python examples/demo.py``. Token counts use the built-in ``approx``
+counter; pass ``tokenizer="tiktoken:cl100k_base"`` (extra ``tiktoken``) for exact ones.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from convomem import (
     ConversationMemory,
-    History,
     Message,
     Packer,
-    TransientError,
+    Tokenizer,
     from_openai,
-    load_history,
-    validate_pairs,
+    get_tokenizer,
 )
-from convomem.strategies import Recency
+from convomem.model import COMPRESSED_KEY
 
 EXAMPLE = Path(__file__).with_name("support_conversation.json")
+BUDGET = 2_500
+"""Tokens the model's context may hold (the thread is about twice that)."""
+
+NEEDED = {
+    "her office address": "1550 Larimer St",
+    "her email-only preference": "never call me",
+    "refund R-4417-1": "R-4417-1",
+    "warranty claim W-7730": "W-7730",
+    "her second order, 4532": "4532",
+}
+"""What the last question needs, and the text that shows the context still has it."""
+
+WIDTH = 88
 
 
 def banner(title: str) -> None:
-    print(f"\n== {title} " + "=" * max(0, 70 - len(title)))
+    print(f"\n== {title} " + "=" * max(0, WIDTH - 4 - len(title)))
+
+
+def say(text: str, first: str = "", rest: str | None = None) -> None:
+    """Print ``text`` wrapped at word boundaries (never cut inside a word)."""
+    rest = first if rest is None else rest
+    print(textwrap.fill(text, WIDTH, initial_indent=first, subsequent_indent=rest))
+
+
+def bullet(text: str) -> None:
+    say(text, "  - ", "    ")
+
+
+def recall(context: Sequence[Message]) -> dict[str, bool]:
+    text = "\n".join(m.text() for m in context)
+    return {what: needle in text for what, needle in NEEDED.items()}
+
+
+def show_recall(found: dict[str, bool], thread: Sequence[Message]) -> None:
+    for what, ok in found.items():
+        first = next(i for i, m in enumerate(thread) if NEEDED[what] in m.text())
+        print(f"    [{'x' if ok else ' '}] {what} (first said in #{first})")
+
+
+def remember(thread: Sequence[Message], tokenizer: Tokenizer) -> ConversationMemory:
+    """The thread fed to a ConversationMemory one message at a time, as an agent loop would.
+
+    Long tool outputs get priority 1: the memory shortens them before it evicts them.
+    """
+    memory = ConversationMemory(max_tokens=BUDGET, tokenizer=tokenizer)
+    for m in thread:
+        if m.role == "tool" and tokenizer.count_message(m) > 60:
+            m = m.replace(priority=1)
+        memory.add_message(m)
+    return memory
+
+
+def spans(indices: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"#0-2, #5"``."""
+    out: list[str] = []
+    for i in indices:
+        if out and out[-1].endswith(f"-{i - 1}"):
+            out[-1] = out[-1].rsplit("-", 1)[0] + f"-{i}"
+        elif out and out[-1] == f"#{i - 1}":
+            out[-1] += f"-{i}"
+        else:
+            out.append(f"#{i}")
+    return ", ".join(out)
 
 
 def main() -> None:
-    conversation = from_openai(json.loads(EXAMPLE.read_text()))
+    thread = from_openai(json.loads(EXAMPLE.read_text()))
+    tok = get_tokenizer("approx")
+    total = tok.count_messages(thread)
+    calls = sum(len(m.tool_use_ids()) for m in thread)
+    question = thread[-1]
 
-    banner("1. paginated loading (pages of 50, every third call fails once)")
-    calls = {"n": 0}
-
-    def fetch_page(cursor: str | None) -> tuple[list[Message], str | None]:
-        calls["n"] += 1
-        if calls["n"] % 3 == 0:
-            raise TransientError("store timed out")
-        start = int(cursor or 0)
-        stop = start + 50
-        return conversation[start:stop], (str(stop) if stop < len(conversation) else None)
-
-    loaded = load_history(fetch_page, sleep=lambda _s: None)
-    print(f"loaded {len(loaded)} messages in {calls['n']} calls (retries included)")
-    assert loaded == conversation
-
-    banner("2. incremental window: limit 1,500 tokens, cut to 900, system prompt pinned")
-    history = History(1500, tokenizer="tiktoken:cl100k_base", pin=("system",), target=900)
-    compactions = 0
-    for m in loaded:
-        if history.add(m):
-            compactions += 1
-    print(
-        f"{compactions} compactions over {len(loaded)} messages; now "
-        f"{len(history)} messages, {history.total()} tokens"
+    banner("The thread: one customer, six weeks")
+    say(
+        f"{len(thread)} messages ({sum(m.role == 'user' for m in thread)} from Maya, "
+        f"{calls} tool calls), {total:,} tokens; the model's context holds {BUDGET:,}."
     )
-    print(f"first kept: {history.kept()[0].text()[:60]}...")
+    say(f'Her last message: "{question.text()}"', "  ")
 
-    banner("3. pack to 1,200 tokens with Recency, decisions explained (last rows)")
-    print(
-        "(the same as: convomem pack examples/support_conversation.json --budget 1200 "
-        "--tokenizer tiktoken:cl100k_base --explain)"
+    banner(f"Before: the newest messages that fit {BUDGET:,} tokens")
+    plain = Packer(budget=BUDGET, tokenizer=tok).pack(thread)
+    first_kept = next(i for i, m in enumerate(thread) if m is plain.kept[1])
+    say(
+        f"A Packer with Recency keeps the system prompt and #{first_kept}-#{len(thread) - 1} "
+        f"({len(plain.kept)} messages, {plain.token_count:,} tokens) and drops the "
+        f"{len(plain.dropped)} older messages for good. Can the model answer her?"
     )
-    packer = Packer(budget=1200, tokenizer="tiktoken:cl100k_base", strategy=Recency())
-    result = packer.pack(loaded)
-    table = result.explain().splitlines()
-    print("\n".join([*table[:3], "   ...", *table[-8:]]))
-    assert validate_pairs(result.kept) == []
+    show_recall(recall(plain.kept), thread)
 
-    banner("4. ConversationMemory: 1,500-token context, old turns summarized once")
-    memory = ConversationMemory(max_tokens=1500, tokenizer="tiktoken:cl100k_base")
-    for m in loaded:
-        memory.add_message(m)
-    context = memory.context()
+    banner(f"After: ConversationMemory(max_tokens={BUDGET:,})")
+    memory = remember(thread, tok)
+    context = memory.context(format="messages")
     stats = memory.stats()
-    print(
-        f"log {stats.log_messages} messages; context {stats.context_messages} messages, "
-        f"{stats.context_tokens} tokens; {stats.compactions} compactions, "
-        f"{stats.summarizer_calls} summarizer calls"
+    log = memory.messages()
+    where = {m.id: i for i, m in enumerate(log)}
+    verbatim = [where[m.id] for m in context if m.id in where and COMPRESSED_KEY not in m.metadata]
+    compressed = [where[m.id] for m in context if COMPRESSED_KEY in m.metadata]
+    summaries = [m for m in context if m.id not in where]
+    in_view = {m.id for m in context}
+    evicted = [i for i, m in enumerate(log) if m.id not in in_view]
+    say(
+        f"Each message was added as it arrived. The context is now {len(context)} messages, "
+        f"{stats.context_tokens:,} of {BUDGET:,} tokens:"
     )
-    print(f"context[0] (system prompt): {context[0]['content'][:60]}...")
-    print("context[1] (the running summary):")
-    for line in str(context[1]["content"]).splitlines()[:12]:
-        print(f"    {line[:100]}")
+    bullet(f"kept verbatim: {spans(verbatim)} (the system prompt is pinned, never evicted)")
+    bullet(
+        f"summarized: {stats.summarized_messages} older messages, folded into one summary "
+        f"by {stats.summarizer_calls} summarizer calls over {stats.compactions} compactions; "
+        f"the summarizer read {stats.summarizer_input_tokens:,} tokens in all, "
+        f"{stats.summarizer_input_tokens / total:.1f}x the thread: no message twice"
+    )
+    outputs = (
+        "1 long tool output was"
+        if stats.compressions == 1
+        else (f"{stats.compressions} long tool outputs were")
+    )
+    bullet(
+        f"compressed: {outputs} shortened (priority 1) before being evicted"
+        + (f"; shortened and still in view: {spans(compressed)}" if compressed else "")
+    )
+    bullet(
+        f"dropped from the context: {spans(evicted)}, but not from the log: "
+        f"memory.messages() still returns all {len(log)}"
+    )
+    say(
+        "Why: when the history passes its trigger share of the budget, the oldest turns are "
+        "evicted, down to a target share and whole (a tool call leaves with its results), "
+        "so between compactions the context grows at its end only and a provider's prompt "
+        "cache keeps serving its start.",
+        "  ",
+    )
+    if summaries:
+        print("\nThe summary the model reads (wrapped for the screen, nothing cut):")
+        for line in summaries[0].text().splitlines():
+            if line.strip():
+                say(line, "    ", "      ")
+            else:
+                print()
+    print("\nCan the model answer her now?")
+    show_recall(recall(context), thread)
+
+    banner("The same from the command line")
+    path = "examples/support_conversation.json"
+    commands = [
+        ["estimate", path],
+        ["pack", path, "--budget", str(BUDGET), "--strategy", "memory", "--explain", "--tail", "4"],
+        ["simulate", path, "--budget", str(BUDGET)],
+    ]
+    for argv in commands:
+        print(f"$ python -m convomem {' '.join(argv)}")
+    print("(or `convomem ...` once installed with `pip install -e .`)\n")
+    from convomem.cli import main as cli
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        cli(["pack", path, "--budget", str(BUDGET), "--strategy", "memory"], out=io.StringIO())
+    say(f"pack (no priority marks in the file): {err.getvalue().strip()}")
 
 
 if __name__ == "__main__":

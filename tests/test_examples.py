@@ -4,11 +4,16 @@ import contextlib
 import importlib.util
 import io
 import json
+import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from convomem import from_openai, validate_pairs
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 
 
 def load(name: str) -> ModuleType:
@@ -23,17 +28,61 @@ def load(name: str) -> ModuleType:
 def test_committed_conversation_is_what_the_generator_makes() -> None:
     committed = json.loads((EXAMPLES / "support_conversation.json").read_text())
     assert load("make_conversation").build() == committed
-    assert 300 <= len(committed) <= 600
-    roles = {m["role"] for m in committed}
-    assert roles == {"system", "user", "assistant", "tool"}
+    assert 200 <= len(committed) <= 600
+    assert {m["role"] for m in committed} == {"system", "user", "assistant", "tool"}
+    assert validate_pairs(from_openai(committed)) == []
 
 
-def test_demo_runs_and_shows_each_job() -> None:
+def test_the_conversation_is_one_customer_in_one_thread() -> None:
+    committed = json.loads((EXAMPLES / "support_conversation.json").read_text())
+    text = json.dumps(committed)
+    assert text.count("Maya Chen") >= 2
+    for other in ("Jonas", "Priya", "Tom Okafor", "Lena"):
+        assert other not in text
+    assert committed[1]["role"] == "user" and committed[-1]["role"] == "user"
+    about = Counter("4417" in json.dumps(m) for m in committed)
+    assert about[True] > len(committed) // 5  # one order runs through the whole thread
+
+
+def run_demo() -> tuple[ModuleType, str]:
+    demo = load("demo")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        load("demo").main()
-    text = out.getvalue()
-    for heading in ("paginated loading", "incremental window", "pack to", "ConversationMemory"):
-        assert heading in text
-    assert "loaded 417 messages" in text
-    assert "Summary of the earlier conversation" in text
+        demo.main()
+    return demo, out.getvalue()
+
+
+def test_demo_tells_the_before_and_after_story() -> None:
+    _, text = run_demo()
+    for heading in ("The thread", "Before:", "After: ConversationMemory", "The same from the"):
+        assert f"== {heading}" in text
+    for part in ("kept verbatim:", "summarized:", "compressed:", "dropped from the context:"):
+        assert part in text
+    before, after = text.split("== After:")
+    assert "[ ] her office address" in before  # the newest messages alone lose it
+    assert "[x] her office address" in after  # the memory's summary keeps it
+    assert "python -m convomem pack" in text and "pack (no priority marks" in text
+    assert max(len(line) for line in text.splitlines() if not line.startswith("$")) <= 88
+
+
+def test_demo_prints_the_whole_summary_without_cutting_words() -> None:
+    demo, text = run_demo()
+    thread = from_openai(json.loads((EXAMPLES / "support_conversation.json").read_text()))
+    memory = demo.remember(thread, demo.get_tokenizer("approx"))
+    log = {m.id for m in memory.messages()}
+    (summary,) = [m for m in memory.context(format="messages") if m.id not in log]
+    shown = text.split("nothing cut):\n", 1)[1].split("\nCan the model answer her now?")[0]
+    assert shown.split() == summary.text().split()  # every word, whole, in order
+
+
+def test_make_demo_runs_from_the_source_tree_without_installing() -> None:
+    """``python -S`` skips site-packages: no installed convomem, no third-party module."""
+    proc = subprocess.run(
+        ["make", "-s", "demo", f"PYTHON={sys.executable} -S"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "== After: ConversationMemory" in proc.stdout
