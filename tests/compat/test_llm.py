@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from convomem.compat._llm import ChatModel, is_chat_model, response_text, summarizer_for
-from convomem.errors import ConfigError, SummarizerError
+from convomem.errors import AsyncSummarizerError, ConfigError, SummarizerError
 from convomem.summaries import ExtractiveSummarizer
 
 
@@ -75,3 +75,21 @@ def test_what_an_llm_argument_stands_for() -> None:
         summarizer_for(3, lambda m, p: "")
     with pytest.raises(ConfigError, match="invoke or ainvoke"):
         ChatModel(object())
+
+
+def test_an_invoke_that_returns_a_coroutine() -> None:
+    class Model:
+        def invoke(self, prompt: str) -> Any:
+            async def answer() -> str:
+                return "late"
+
+            return answer()
+
+    chat = ChatModel(Model())
+    assert chat.ask("x") == "late"  # no loop running: run it
+
+    async def inside() -> None:
+        with pytest.raises(AsyncSummarizerError, match="async method"):
+            chat.ask("x")  # inside a loop: refused, and the coroutine closed (no warning)
+
+    asyncio.run(inside())

@@ -115,6 +115,14 @@ class ChatModel:
                 )
             result = self._ainvoke(prompt)
         if inspect.isawaitable(result):
+            if _in_running_loop():  # an invoke that returned a coroutine, inside a loop
+                close = getattr(result, "close", None)
+                if callable(close):
+                    close()
+                raise AsyncSummarizerError(
+                    f"llm {self.name!r} answered with an awaitable inside a running event "
+                    "loop: use the async method (await ...add_exchange(...))"
+                )
             result = asyncio.run(_await(result))
         return response_text(result, f"llm {self.name!r}")
 
