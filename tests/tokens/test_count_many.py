@@ -87,7 +87,7 @@ def rebuilt(m: Message) -> Message:
     return Message.from_dict(m.to_dict())
 
 
-@settings(max_examples=120)
+@settings(max_examples=80)
 @given(st.lists(_messages, max_size=14), st.data())
 def test_count_many_equals_mapping_count_message(ms: list[Message], data: st.DataObject) -> None:
     # repeat some objects, and rebuild some: memo hits, cache hits and duplicates in one batch
