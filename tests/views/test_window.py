@@ -481,10 +481,24 @@ def test_positional_pins() -> None:
 # -- bad input ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("limit", [0, -5, True, 1.5, "100", None])
+@pytest.mark.parametrize("limit", [-5, True, 1.5, "100", None])
 def test_bad_limit(limit: Any) -> None:
     with pytest.raises(ConfigError, match=rf"limit={limit!r}"):
         History(limit)
+
+
+def test_a_limit_of_zero_keeps_only_zero_token_messages() -> None:
+    """The seed's interface: History(0) is valid; zero-token messages fit, and a message
+    with tokens drops everything from the oldest end, itself included."""
+    h = History(0)
+    assert h.add(Message("a", "user", 0)) == []
+    assert h.add(Message("z", "user", 0)) == []
+    assert h.messages() == ["a", "z"]
+    assert h.add(Message("b", "assistant", 3)) == ["a", "z", "b"]
+    assert h.add(Message("c", "user", 0)) == []
+    assert h.messages() == ["c"]
+    assert h.total() == 0
+    assert not h.over_limit()
 
 
 @pytest.mark.parametrize("target", [-1, 101, True, 2.5, "10"])

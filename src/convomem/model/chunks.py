@@ -246,4 +246,6 @@ def _without_stray_results(message: Message, open_calls: set[str]) -> Message:
         kept.append(b)
     if len(kept) == len(message.blocks):
         return message
-    return message.replace(content=kept)
+    # A given count stays: it bounds the copy (it only lost results), and the view was
+    # budgeted with it.
+    return message.replace(content=kept, tokens=message.tokens)

@@ -1,0 +1,554 @@
+"""The chunk log: the one incremental engine behind every view of a conversation.
+
+``ChunkLog`` keeps the messages of a view as *units*, oldest first, with running totals,
+and answers in amortized O(1) per message. ``History`` is a chunk log that drops its
+oldest units past a limit; ``ConversationMemory`` is one whose compaction plans its
+victims first (they are summarized before they leave) and commits them after.
+
+Units: a message that neither calls a tool, nor answers one, nor is pinned (nor has
+priority 1, which a session may compress in place) is stored as a bare
+``(message, tokens)`` pair — the fast path. Everything else lives in a ``Chunk`` built
+by ``model.ChunkBuilder`` (a tool call and its results are one unit). Pins come from the
+shared ``model.PinPolicy``. A pinned chunk that reaches the oldest end while the log
+drops units moves to a side table (``_held``), so later drops never walk over it again.
+Moving pins (``"last_user"``, negative positions) release a message as newer ones
+arrive; a released chunk in the side table goes on a small heap (``_loose``) that drops
+drain first, because it is older than everything in the deque.
+
+Running totals: ``total`` (every kept token), ``pinned_tokens`` (tokens of chunks pinned
+by a static pin: what a session reserves), and ``turns`` (turn starts, per
+``model.starts_turn``, in units that are not statically pinned).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, TypeAlias
+
+from ..errors import InvalidMessage, NotAMessage, TokenizerError
+from ..model import Chunk, ChunkBuilder, Message, PinPolicy, starts_turn
+from ..tokens import BaseTokenizer, Tokenizer
+
+__all__ = ["ChunkLog", "Unit", "unit_messages"]
+
+_Plain: TypeAlias = tuple[Message, int]
+Unit: TypeAlias = "_Plain | Chunk"
+"""A unit of a chunk log: a bare ``(message, tokens)`` pair or a ``Chunk``."""
+
+_BASE_COUNT: Final = BaseTokenizer.count_message
+_NEVER: Final = 1 << 62  # the limit of a log that never drops by itself
+
+
+def unit_messages(unit: Unit) -> list[Message]:
+    """The messages of a unit, oldest first."""
+    return unit.messages if isinstance(unit, Chunk) else [unit[0]]
+
+
+def _turns_in(messages: Iterable[Message]) -> int:
+    return sum(1 for m in messages if starts_turn(m))
+
+
+def _has_tool_blocks(m: Message) -> bool:
+    return type(m.content) is not str and (m.has_tool_use() or m.has_tool_result())
+
+
+class ChunkLog:
+    """Units of a conversation, oldest first, with running totals and pins.
+
+    ``add`` appends a message; when ``limit`` is set and the total passes it, the oldest
+    droppable units are dropped down to ``target`` (or ``limit``) and their ids returned.
+    With ``limit=None`` the log never drops by itself: the owner plans evictions with
+    ``evictable()`` and commits them with ``evict()``. Not thread-safe.
+    """
+
+    __slots__ = (
+        "_builder",
+        "_check_pins",
+        "_dq",
+        "_dyn",
+        "_held",
+        "_ids",
+        "_keep_pairs",
+        "_last_user",
+        "_lim",
+        "_limit",
+        "_loose",
+        "_n",
+        "_pinned",
+        "_pins",
+        "_plain_ok",
+        "_seen_user",
+        "_target",
+        "_tokenizer",
+        "_total",
+        "_track",
+        "_trust_given",
+        "_turns",
+    )
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        pins: PinPolicy,
+        *,
+        keep_tool_pairs: bool = True,
+        limit: int | None = None,
+        target: int | None = None,
+    ) -> None:
+        self._limit = _NEVER if limit is None else limit
+        self._target = target
+        self._lim = self._limit if target is None else target
+        self._tokenizer = tokenizer
+        # Inlining count_message's first branch (a given count is trusted) saves a call
+        # per message; a subclass that overrides count_message is always called.
+        self._trust_given = (
+            isinstance(tokenizer, BaseTokenizer) and type(tokenizer).count_message is _BASE_COUNT
+        )
+        self._keep_pairs = keep_tool_pairs
+        self._builder: ChunkBuilder | None = ChunkBuilder() if keep_tool_pairs else None
+        self._pins = pins
+        # Whether some spec might pin a plain message (priority 2 is checked apart).
+        self._check_pins = bool(pins.system or pins.first_user or pins.last_user or pins.indices)
+        self._dq: deque[Unit] = deque()  # kept units not in _held, oldest first
+        self._held: dict[int, Chunk] = {}  # pinned chunks that reached the oldest end
+        self._loose: list[int] = []  # heap of starts of released chunks in _held
+        self._dyn: dict[Chunk, int] = {}  # chunk -> how many moving pins hold it
+        self._track: dict[int, Chunk] = {}  # position -> chunk, for moving pins
+        self._ids: set[str] = set()
+        self._total = 0
+        self._pinned = 0
+        self._turns = 0
+        self._n = 0  # messages added so far (the next message's position)
+        self._seen_user = False
+        self._last_user = -1  # position of the newest user message
+        # Plain unpinned messages may be stored as bare pairs: no negative pin can reach
+        # them later and no open tool call can pull them into an exchange.
+        self._plain_ok = not pins.negative
+
+    # -- reading -----------------------------------------------------------------------
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer that counts the messages."""
+        return self._tokenizer
+
+    @property
+    def pins(self) -> PinPolicy:
+        """The pin policy."""
+        return self._pins
+
+    def total(self) -> int:
+        """Tokens held (pinned messages included)."""
+        return self._total
+
+    @property
+    def pinned_tokens(self) -> int:
+        """Tokens of the chunks a static pin holds."""
+        return self._pinned
+
+    @property
+    def turns(self) -> int:
+        """Turn starts in the units no static pin holds."""
+        return self._turns
+
+    @property
+    def position(self) -> int:
+        """How many messages were added (the next message's position)."""
+        return self._n
+
+    def units(self) -> Iterator[Unit]:
+        """Every unit, oldest first."""
+        yield from self._held.values()
+        yield from self._dq
+
+    def kept(self) -> list[Message]:
+        """The messages held, oldest first."""
+        out: list[Message] = []
+        for c in self._held.values():
+            out.extend(c.messages)
+        for e in self._dq:
+            if type(e) is tuple:
+                out.append(e[0])
+            else:
+                out.extend(e.messages)  # type: ignore[union-attr]
+        return out
+
+    def messages(self) -> list[str]:
+        """The ids of the messages held, oldest first."""
+        return [m.id for m in self.kept()]
+
+    def protected(self, unit: Unit) -> bool:
+        """Whether a pin (static or moving) holds ``unit`` now."""
+        return isinstance(unit, Chunk) and (unit.pinned or unit in self._dyn)
+
+    def pinned_now(self, message_index: int) -> bool:
+        """Whether a moving pin holds the message at ``message_index`` now."""
+        chunk = self._track.get(message_index)
+        return chunk is not None and chunk in self._dyn
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._ids
+
+    # -- adding ------------------------------------------------------------------------
+
+    def count(self, message: Message) -> int:
+        """``message``'s tokens (a given count is trusted); TokenizerError if not an int."""
+        n = self._tokenizer.count_message(message)
+        if (n.__class__ is not int and (isinstance(n, bool) or not isinstance(n, int))) or n < 0:
+            raise TokenizerError(
+                f"tokenizer {self._tokenizer.name!r} counted {n!r} tokens for message "
+                f"id={message.id!r}; need a non-negative integer"
+            )
+        return n
+
+    def add(self, message: Message, tokens: int | None = None) -> list[str]:
+        """Append ``message``, drop past the limit; return the dropped ids, oldest first.
+
+        ``tokens`` is the message's count if the caller has it. Raises ``NotAMessage``,
+        ``InvalidMessage`` for an id already held, or the tokenizer's error; a failed add
+        changes nothing. An orphan result (its call not held) is dropped on arrival: its
+        id comes back in the dropped list.
+        """
+        if type(message) is not Message and not isinstance(message, Message):
+            raise NotAMessage(
+                "message", message, f"must be a Message, not {type(message).__name__}"
+            )
+        mid = message.id
+        ids = self._ids
+        if mid in ids:
+            raise InvalidMessage("id", mid, "is already in the window")
+        t = tokens
+        if t is None:
+            t = message.tokens
+            if t is None or not self._trust_given:
+                t = self.count(message)
+        if not (
+            self._plain_ok
+            and type(message.content) is str
+            and message.priority == 0
+            and (not self._check_pins or not self._pins_plain(message))
+        ):
+            return self._add_slow(message, t)
+        # Fast path: a plain message (no tools, no pins) becomes a bare (message, tokens) pair.
+        self._n += 1
+        if message.role == "user":
+            self._turns += 1
+            self._seen_user = True
+        ids.add(mid)
+        dq = self._dq
+        dq.append((message, t))
+        total = self._total + t
+        if total <= self._limit:
+            self._total = total
+            return []
+        # Drop the oldest pairs inline; chunks, pins and released pins go to _drop_to.
+        e = dq.popleft()  # never empty: the new message is in it
+        if type(e) is not tuple or self._loose:
+            dq.appendleft(e)
+            dropped: list[str] = []
+            self._total = self._drop_to(total, dropped)
+            return dropped
+        old = e[0]
+        total -= e[1]
+        ids.discard(old.id)
+        if old.role == "user":
+            self._turns -= 1
+        dropped = [old.id]
+        lim = self._lim
+        while total > lim and dq:
+            e = dq.popleft()
+            if type(e) is not tuple:
+                dq.appendleft(e)
+                total = self._drop_to(total, dropped)
+                break
+            old = e[0]
+            total -= e[1]
+            ids.discard(old.id)
+            if old.role == "user":
+                self._turns -= 1
+            dropped.append(old.id)
+        self._total = total
+        return dropped
+
+    def _pins_plain(self, m: Message) -> bool:
+        """Whether a spec pins ``m``, a next message with text content and priority 0."""
+        pins = self._pins
+        role = m.role
+        return (
+            self._n in pins.indices
+            or (role == "system" and pins.system)
+            or (role == "user" and (pins.last_user or (pins.first_user and not self._seen_user)))
+        )
+
+    def _acct(self, chunk: Chunk, sign: int) -> None:
+        if chunk.pinned:
+            self._pinned += sign * chunk.tokens
+        else:
+            self._turns += sign * _turns_in(chunk.messages)
+
+    def _add_slow(self, message: Message, t: int) -> list[str]:
+        """The general add: tool exchanges, pins, moving pins (``t`` already counted)."""
+        index = self._n
+        builder = self._builder
+        pins = self._pins
+        static = pins.static(message, index, self._seen_user)
+        plain = (
+            not static
+            and message.priority == 0
+            and not (pins.last_user and message.role == "user")
+            and not _has_tool_blocks(message)
+        )
+
+        target: Chunk | None = None
+        orphan = False
+        if builder is not None and not plain and message.has_tool_result():
+            target = builder.joins(message)
+            orphan = target is None
+
+        # From here on nothing can fail: mutate.
+        self._n = index + 1
+        if message.role == "user":
+            self._seen_user = True
+        dq = self._dq
+        chunk: Chunk | None = None
+        if not orphan:
+            self._ids.add(message.id)
+            self._total += t
+            if plain and self._plain_ok:
+                dq.append((message, t))
+                self._turns += starts_turn(message)
+            elif builder is None:
+                chunk = Chunk([message], [index], static, t, pinned_at=[index] if static else [])
+                dq.append(chunk)
+                self._acct(chunk, +1)
+            else:
+                if target is not None:
+                    if self._held.get(target.start) is target:
+                        self._unhold(target)
+                    for c in self._chunks_from(target):
+                        self._acct(c, -1)
+                before = len(builder.chunks)
+                chunk = builder.add(message, index, tokens=t, pinned=static)
+                if chunk is target:
+                    for _ in range(before - len(builder.chunks)):
+                        dq.pop()  # the chunks merged into the target
+                    if self._track:
+                        self._retarget(chunk)
+                else:
+                    dq.append(chunk)
+                self._acct(chunk, +1)
+        self._move_pins(message, index, chunk)
+        dropped: list[str] = []
+        if self._total > self._limit:
+            self._total = self._drop_to(self._total, dropped)
+        if orphan:
+            dropped.append(message.id)
+        if builder is not None and not pins.negative:
+            self._plain_ok = not builder.has_open_calls()
+        return dropped
+
+    def _chunks_from(self, target: Chunk) -> list[Chunk]:
+        """``target`` and every newer chunk of the builder (they merge into it)."""
+        assert self._builder is not None
+        out: list[Chunk] = []
+        for c in reversed(self._builder.chunks):
+            out.append(c)
+            if c is target:
+                break
+        return out
+
+    def _move_pins(self, message: Message, index: int, chunk: Chunk | None) -> None:
+        """Apply the moving pins ("last_user", negative positions) for a new message."""
+        pins = self._pins
+        if not pins.moving:
+            return
+        track = self._track
+        if chunk is not None:
+            track[index] = chunk
+        n = index + 1
+        negative = pins.negative
+        for k in negative:  # -k pins position n - k and releases n - 1 - k
+            self._pin_at(n - k)
+        old_user = self._last_user
+        if message.role == "user":
+            self._last_user = index
+            if pins.last_user:
+                self._pin_at(index)
+                if old_user >= 0:
+                    self._release_at(old_user)
+        for k in negative:
+            self._release_at(n - 1 - k)
+        # Forget positions no moving pin can reach again.
+        reach = negative[-1] if negative else 0
+        gone = n - 1 - reach
+        if gone >= 0 and gone != self._last_user:
+            track.pop(gone, None)
+        if old_user != self._last_user and 0 <= old_user < n - reach:
+            track.pop(old_user, None)
+
+    def _pin_at(self, index: int) -> None:
+        chunk = self._track.get(index)
+        if chunk is not None:
+            self._dyn[chunk] = self._dyn.get(chunk, 0) + 1
+
+    def _release_at(self, index: int) -> None:
+        chunk = self._track.get(index)
+        if chunk is None:
+            return
+        left = self._dyn[chunk] - 1
+        if left:
+            self._dyn[chunk] = left
+            return
+        del self._dyn[chunk]
+        if not chunk.pinned and self._held.get(chunk.start) is chunk:
+            heapq.heappush(self._loose, chunk.start)
+
+    def _retarget(self, chunk: Chunk) -> None:
+        """After newer chunks merged into ``chunk``, point moving-pin records at it."""
+        start = chunk.start
+        track = self._track
+        for i, c in track.items():
+            if c.start > start:
+                track[i] = chunk
+        dyn = self._dyn
+        for c in [c for c in dyn if c.start > start]:
+            dyn[chunk] = dyn.get(chunk, 0) + dyn.pop(c)
+
+    def _unhold(self, target: Chunk) -> None:
+        """Put ``target`` and every newer held chunk back at the deque's oldest end.
+
+        A result answering a call in a held chunk merges everything from that call on,
+        so those chunks must be where ``ChunkBuilder`` merges: in its deque.
+        """
+        assert self._builder is not None
+        held = self._held
+        moved: list[Chunk] = []
+        while True:
+            _, c = held.popitem()  # held is ordered by position: newest last
+            moved.append(c)
+            if c is target:
+                break
+        self._dq.extendleft(moved)
+        self._builder.chunks.extendleft(moved)
+
+    # -- dropping ----------------------------------------------------------------------
+
+    def _drop_to(self, total: int, dropped: list[str]) -> int:
+        """Drop the oldest droppable units until the total is at most the cut; return it."""
+        lim = self._lim
+        dq = self._dq
+        held = self._held
+        loose = self._loose
+        dyn = self._dyn
+        builder = self._builder
+        ids = self._ids
+        while total > lim:
+            if loose:  # released held chunks are older than anything in the deque
+                c = held.get(heapq.heappop(loose))
+                if c is None or c.pinned or c in dyn:
+                    continue  # stale: merged, re-pinned or already gone
+                del held[c.start]
+                total -= c.tokens
+                self._drop(c, dropped)
+                continue
+            if not dq:
+                break
+            e = dq.popleft()
+            if type(e) is tuple:
+                old = e[0]
+                total -= e[1]
+                ids.discard(old.id)
+                if old.role == "user":
+                    self._turns -= 1
+                dropped.append(old.id)
+                continue
+            chunk: Chunk = e  # type: ignore[assignment]
+            if builder is not None:
+                builder.chunks.popleft()  # mirrors the Chunk entries of the deque
+            if chunk.pinned or chunk in dyn:
+                held[chunk.start] = chunk
+            else:
+                total -= chunk.tokens
+                self._drop(chunk, dropped)
+        return total
+
+    def _drop(self, chunk: Chunk, dropped: list[str]) -> None:
+        self._acct(chunk, -1)
+        ids = self._ids
+        for m in chunk.messages:
+            ids.discard(m.id)
+            dropped.append(m.id)
+        builder = self._builder
+        if chunk.pending and builder is not None:
+            builder.discard(chunk)
+            if not self._pins.negative:
+                self._plain_ok = not builder.has_open_calls()
+        track = self._track
+        if track:
+            for i in chunk.indices:
+                if track.get(i) is chunk:
+                    del track[i]
+
+    # -- planned eviction (a session summarizes before it drops) -----------------------
+
+    def evictable(self) -> Iterator[Unit]:
+        """Units no pin holds, in the order they would be dropped (oldest first).
+
+        Reading only: the owner picks victims among them and commits with ``evict``.
+        """
+        held = self._held
+        for start in sorted(set(self._loose)):
+            c = held.get(start)
+            if c is not None and not self.protected(c):
+                yield c
+        for e in self._dq:
+            if not self.protected(e):
+                yield e
+
+    def evict(self, victims: Sequence[Unit]) -> list[str]:
+        """Drop ``victims`` (units from ``evictable()``); return their ids, oldest first."""
+        dropped: list[str] = []
+        gone = {id(v) for v in victims}
+        held = self._held
+        for v in victims:
+            if isinstance(v, Chunk) and held.get(v.start) is v:
+                del held[v.start]
+                self._total -= v.tokens
+                self._drop(v, dropped)
+                gone.discard(id(v))
+        dq = self._dq
+        builder = self._builder
+        kept: list[Unit] = []
+        while gone:
+            e = dq.popleft()
+            if isinstance(e, Chunk) and builder is not None:
+                builder.chunks.popleft()
+            if id(e) not in gone:
+                kept.append(e)
+                continue
+            gone.discard(id(e))
+            if isinstance(e, Chunk):
+                self._total -= e.tokens
+                self._drop(e, dropped)
+            else:
+                self._total -= e[1]
+                self._ids.discard(e[0].id)
+                self._turns -= starts_turn(e[0])
+                dropped.append(e[0].id)
+        dq.extendleft(reversed(kept))
+        if builder is not None:
+            builder.chunks.extendleft(reversed([e for e in kept if isinstance(e, Chunk)]))
+        return dropped
+
+    def replace(self, chunk: Chunk, messages: list[Message], tokens: int) -> None:
+        """Put ``messages`` (same ids, e.g. compressed copies) in place of ``chunk``'s."""
+        self._acct(chunk, -1)
+        self._total += tokens - chunk.tokens
+        chunk.messages[:] = messages
+        chunk.tokens = tokens
+        self._acct(chunk, +1)
