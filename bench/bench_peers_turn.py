@@ -137,7 +137,8 @@ class Runner:
         self.spent += w1 - w0
 
     def done(self, cell_seconds: float) -> bool:
-        return len(self.cell.cpu) >= self.turns or self.spent > cell_seconds
+        n = len(self.cell.cpu)
+        return n >= self.turns or n >= len(self.upcoming) or self.spent > cell_seconds
 
 
 def peer_runner(
@@ -227,11 +228,11 @@ def run_agent_loop(
 ) -> list[Cell]:
     available = peers.available_peers(peer_names)
     cells: list[Cell] = []
-    all_dicts = workload.openai_messages(max(sizes) + OWN_TURNS + 5)
+    extra = 2 * OWN_TURNS  # Anthropic merges parallel tool results: fewer messages per dict
     for spec in tokenizers:
         measured: dict[str, dict[int, float]] = {}
         for size in sizes:
-            dicts = all_dicts[: size + OWN_TURNS + 5]
+            dicts = workload.openai_messages(size + extra)
             runners: list[Runner] = []
             for lib in [*available, *own]:
                 cell = Cell(lib, size, spec)
