@@ -459,7 +459,7 @@ def test_pickle_and_copy_round_trip(m: Message) -> None:
                     {"type": "tool_result", "tool_use_id": "c", "content": "", "is_error": "no"}
                 ],
             },
-            "ToolResultBlock.is_error",
+            "content[0].is_error",
             "no",
         ),
         ({"id": "x", "role": "wizard"}, "role", "wizard"),

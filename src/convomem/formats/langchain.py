@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import InvalidMessage, MissingDependency
+from ..errors import InvalidMessage, MissingDependency, NotAMessage
 from ..model import (
     Block,
     ImageBlock,
@@ -33,8 +33,9 @@ from ..model import (
     ToolUseBlock,
 )
 from ..model.blocks import _block_to_dict
-from ._common import at_field, stable_id, tool_arguments
-from .anthropic import _image_from_anthropic
+from ..model.values import thaw
+from ._anthropic_read import image_from_anthropic
+from ._common import at_field, message_list, stable_id, tool_arguments
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -79,7 +80,7 @@ def _image_from_langchain(item: Mapping[str, Any], where: str) -> ImageBlock | N
         url = spec.get("url") if isinstance(spec, Mapping) else spec
         return ImageBlock(url) if isinstance(url, str) and url else None
     if "source" in item:  # an Anthropic-style block inside LangChain content
-        return _image_from_anthropic(item, where)
+        return image_from_anthropic(item, where)
     if isinstance(item.get("url"), str) and item["url"]:
         return ImageBlock(item["url"])
     data = item.get("base64", item.get("data"))
@@ -118,7 +119,8 @@ def _content_form(m: Any, parts: Sequence[Block], kind: str) -> Any:
     return _content_to_langchain(parts, has_calls)
 
 
-def _as_parts(blocks: Sequence[Block]) -> list[ResultPart]:
+def _as_parts(blocks: Sequence[Block]) -> list[TextBlock | ImageBlock]:
+    """The text and image blocks (LangChain content has no place for opaque ones)."""
     return [b for b in blocks if isinstance(b, TextBlock | ImageBlock)]
 
 
@@ -145,7 +147,7 @@ def _message_from_langchain(m: Any, i: int, seen: dict[str, int], lc: Any) -> Me
         )
     msg_id = m.id
     if msg_id is None:
-        msg_id = stable_id(m.model_dump(), seen, "lc")
+        msg_id = stable_id(m.model_dump(), seen, "lc", where)
         meta["no_id"] = True
     raw = m.content
     parts: list[Block]
@@ -219,7 +221,7 @@ def from_langchain(messages: Iterable[BaseMessage]) -> list[Message]:
     lc = _lc()
     seen: dict[str, int] = {}
     out: list[Message] = []
-    for i, m in enumerate(messages):
+    for i, m in enumerate(message_list(messages, "LangChain messages")):
         if not isinstance(m, lc.BaseMessage):
             raise InvalidMessage(f"messages[{i}]", m, "must be a LangChain BaseMessage")
         out.append(_message_from_langchain(m, i, seen, lc))
@@ -245,7 +247,7 @@ def _content_to_langchain(blocks: Sequence[Block], has_calls: bool) -> str | lis
 def _result_to_langchain(block: ToolResultBlock) -> str | list[Any]:
     if isinstance(block.content, str):
         return block.content
-    return [_part_to_langchain(p) for p in block.content]
+    return [_part_to_langchain(p) for p in _as_parts(block.content)]
 
 
 def _kept(meta: Mapping[str, Any], blocks: Sequence[Block]) -> Any:
@@ -265,7 +267,9 @@ def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
     lc = _lc()
     out: list[BaseMessage] = []
     for i, m in enumerate(messages):
-        meta = dict(m.metadata.get(META) or {})
+        if not isinstance(m, Message):
+            raise NotAMessage(f"messages[{i}]", m, "must be a Message")
+        meta = thaw(m.metadata.get(META) or {})
         msg_id = None if meta.get("no_id") else m.id
         common: dict[str, Any] = {
             field: copy.deepcopy(meta[field]) for field in _KEPT_FIELDS if field in meta

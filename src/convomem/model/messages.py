@@ -13,6 +13,7 @@ from .blocks import (
     BLOCK_TYPES,
     Block,
     ImageBlock,
+    OpaqueBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -21,6 +22,7 @@ from .blocks import (
     _block_to_dict,
     _require_str,
 )
+from .values import EMPTY, FrozenDict, freeze, frozen_key, thaw
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: Final[frozenset[str]] = frozenset(get_args(Role))
@@ -49,7 +51,7 @@ a repeat a fresh one instead of rejecting it. Ids of your own should not start w
 
 def is_derived_id(message_id: str) -> bool:
     """True if ``message_id`` was derived by a format converter (not given by a caller)."""
-    return message_id.startswith(DERIVED_ID_PREFIX)
+    return isinstance(message_id, str) and message_id.startswith(DERIVED_ID_PREFIX)
 
 
 class Message:
@@ -58,6 +60,14 @@ class Message:
     ``Message("u1", "user", 30)`` is ``Message(id="u1", role="user", tokens=30)``; the id
     may be omitted when fields are given by keyword, and one is generated. ``tokens`` is
     a known token count that is trusted and never recomputed.
+
+    Immutable in fact: ``metadata`` (like a tool call's ``input``) must be a JSON object;
+    it is copied and frozen on construction (a ``FrozenDict``), so mutating the dict you
+    passed in changes neither the message nor a count cached for it. ``to_dict`` gives
+    plain dicts and lists back. Two messages are equal when every field is and their
+    JSON values would be written the same (``1``, ``1.0`` and ``True`` differ).
+    Every string must be valid Unicode (no lone surrogate). A bad field raises
+    ``InvalidMessage`` naming it.
     """
 
     __slots__ = (
@@ -79,12 +89,12 @@ class Message:
     tokens: int | None
     content: str | tuple[Block, ...]
     name: str | None
-    metadata: dict[str, Any]
+    metadata: Mapping[str, Any]
     created_at: float | None
     priority: int
     _key: tuple[Any, ...] | None
     _counts: dict[int, int] | None
-    _row: tuple[Any, ...]  # every field but metadata, flat: equality in one C-level compare
+    _row: tuple[Any, ...]  # every field, flat and typed: equality in one C-level compare
 
     def __init__(
         self,
@@ -102,10 +112,14 @@ class Message:
         # than the rest of the constructor.
         if id is None:
             id = new_id()
-        elif not isinstance(id, str) or not id:
-            raise InvalidMessage("id", id, "must be a non-empty string")
-        if role not in ROLES:
-            raise InvalidMessage("role", role, f"must be one of {sorted(ROLES)}")
+        elif id.__class__ is not str or not id or not id.isascii():
+            if not isinstance(id, str) or not id:
+                raise InvalidMessage("id", id, "must be a non-empty string")
+            id = _require_str("id", str.__str__(id))
+        if role.__class__ is not str or role not in ROLES:
+            if not isinstance(role, str) or str.__str__(role) not in ROLES:
+                raise InvalidMessage("role", role, f"must be one of {sorted(ROLES)}")
+            role = str.__str__(role)
         if (
             tokens is not None
             and not (tokens.__class__ is int and tokens >= 0)
@@ -116,8 +130,12 @@ class Message:
         if name is not None:
             _require_str("name", name)
         if metadata is None:
-            metadata = {}
-        elif metadata.__class__ is not dict and not isinstance(metadata, Mapping):
+            metadata, meta_key = EMPTY, _EMPTY_KEY
+        elif metadata.__class__ is FrozenDict:
+            meta_key = frozen_key(metadata)
+        elif metadata.__class__ is dict or isinstance(metadata, Mapping):
+            metadata, meta_key = freeze(metadata, "metadata")
+        else:
             raise InvalidMessage("metadata", metadata, "must be a mapping")
         if created_at is not None:
             if not (created_at.__class__ is float and math.isfinite(created_at)) and (
@@ -137,10 +155,10 @@ class Message:
         _set_tokens(self, tokens)
         _set_content(self, body)
         _set_name(self, name)
-        _set_metadata(self, dict(metadata))
+        _set_metadata(self, metadata)
         _set_created_at(self, created_at)
         _set_priority(self, priority)
-        _set_row(self, (id, role, tokens, name, created_at, priority, *tail))
+        _set_row(self, (id, role, tokens, name, created_at, priority, meta_key, *tail))
         _set_key(self, None)
         _set_counts(self, None)
 
@@ -180,7 +198,8 @@ class Message:
         return self.content
 
     def text(self) -> str:
-        """The readable text: text blocks and tool-result text, joined by newlines."""
+        """The readable text: text blocks, tool-result text and the text opaque blocks
+        carry (a refusal, thinking), joined by newlines."""
         if isinstance(self.content, str):
             return self.content
         parts: list[str] = []
@@ -189,6 +208,8 @@ class Message:
                 parts.append(b.text)
             elif isinstance(b, ToolResultBlock):
                 parts.append(b.text())
+            elif isinstance(b, OpaqueBlock) and (text := b.text()):
+                parts.append(text)
         return "\n".join(parts)
 
     def has_tool_use(self) -> bool:
@@ -216,7 +237,8 @@ class Message:
         return [b.tool_use_id for b in self.content if isinstance(b, ToolResultBlock)]
 
     def countable_text(self) -> str:
-        """Everything a tokenizer should count: name, text, tool names, arguments, results."""
+        """Everything a tokenizer should count: name, text, tool names, arguments, results
+        and the countable text of opaque blocks (``OpaqueBlock.countable_text``)."""
         if isinstance(self.content, str):
             return self.content if self.name is None else f"{self.name}\n{self.content}"
         parts = [] if self.name is None else [self.name]
@@ -227,7 +249,9 @@ class Message:
                 parts.append(b.name)
                 parts.append(b.arguments())
             elif isinstance(b, ToolResultBlock):
-                parts.append(b.text())
+                parts.append(b.countable_text())
+            elif isinstance(b, OpaqueBlock) and (text := b.countable_text()):
+                parts.append(text)
         return "\n".join(parts)
 
     def image_count(self) -> int:
@@ -240,6 +264,22 @@ class Message:
                 n += 1
             elif isinstance(b, ToolResultBlock) and not isinstance(b.content, str):
                 n += sum(1 for p in b.content if isinstance(p, ImageBlock))
+        return n
+
+    def flat_cost_blocks(self) -> int:
+        """How many blocks have no text to count and cost a flat estimate (tool results
+        included): opaque audio, files, redacted thinking (``OpaqueBlock.flat_cost``).
+
+        A tokenizer charges each like an image, on top of ``countable_text``.
+        """
+        if isinstance(self.content, str):
+            return 0
+        n = 0
+        for b in self.content:
+            if isinstance(b, OpaqueBlock):
+                n += b.flat_cost
+            elif isinstance(b, ToolResultBlock) and not isinstance(b.content, str):
+                n += sum(1 for p in b.content if isinstance(p, OpaqueBlock) and p.flat_cost)
         return n
 
     @property
@@ -261,8 +301,8 @@ class Message:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Message and not isinstance(other, Message):
             return NotImplemented
-        # Every field: the flat row (one C-level tuple compare), then the metadata.
-        return self._row == other._row and self.metadata == other.metadata
+        # Every field, metadata included, in the flat typed row: one C-level compare.
+        return self._row == other._row
 
     def __hash__(self) -> int:
         return hash(self.id)
@@ -298,7 +338,7 @@ class Message:
         if self.name is not None:
             out["name"] = self.name
         if self.metadata:
-            out["metadata"] = dict(self.metadata)
+            out["metadata"] = thaw(self.metadata)
         if self.created_at is not None:
             out["created_at"] = self.created_at
         if self.priority:
@@ -312,7 +352,7 @@ class Message:
             raise InvalidMessage("message", data, "must be a mapping")
         known = {"id", "role", "tokens", "content", "name", "metadata", "created_at", "priority"}
         for key in data:
-            if key not in known:
+            if not isinstance(key, str) or key not in known:
                 raise InvalidMessage(str(key), data[key], "unknown message field")
         content = data.get("content", "")
         if isinstance(content, list):
@@ -327,6 +367,9 @@ class Message:
             created_at=data.get("created_at"),
             priority=data.get("priority", 0),
         )
+
+
+_EMPTY_KEY: Final = frozen_key(EMPTY)
 
 
 def _setter(name: str) -> Callable[[Message, Any], None]:
@@ -364,9 +407,12 @@ def _check_content(content: Any) -> _Content:
     """
     cls = content.__class__
     if cls is str:
+        if not content.isascii():
+            _require_str("content", content)
         return content, (content,)
     if cls is not tuple and cls is not list:
         if isinstance(content, str):
+            content = _require_str("content", str.__str__(content))
             return content, (content,)
         if isinstance(content, BLOCK_TYPES):
             raise InvalidMessage("content", content, "must be a string or a list of blocks")
@@ -381,15 +427,17 @@ def _check_content(content: Any) -> _Content:
         elif k is ToolResultBlock:
             row += (k, block.tool_use_id, block.content, block.is_error)
         elif k is ToolUseBlock:
-            row += (k, block.id, block.name, block.input)
+            row += (k, block.id, block.name, block._key)
         elif k is ImageBlock:
             row += (k, block.source, block.media_type)
+        elif k is OpaqueBlock:
+            row += (k, block.provider, block._key)
         elif isinstance(block, BLOCK_TYPES):
             row += (k, block)
         else:
             raise InvalidMessage(
                 f"content[{i}]",
                 block,
-                "must be a TextBlock, ImageBlock, ToolUseBlock or ToolResultBlock",
+                "must be a TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock or OpaqueBlock",
             )
     return blocks, tuple(row)
