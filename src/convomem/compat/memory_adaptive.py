@@ -72,6 +72,14 @@ class ConversationTurn:
             self.turn_id = hashlib.md5(key, usedforsecurity=False).hexdigest()[:8]
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    turn: ConversationTurn
+    message: Message  # the turn as added (later edits of the dataclass do not count)
+    tokens: int
+    facts: tuple[float, bool, bool]  # importance, question, critical: scored once
+
+
 class AdaptiveSlidingWindow:
     """Keep the most important turns within ``max_tokens``; the newest ``min_turns`` always.
 
@@ -102,7 +110,7 @@ class AdaptiveSlidingWindow:
         self.max_tokens = positive_int("max_tokens", max_tokens)
         self.min_turns = non_negative_int("min_turns", min_turns)
         self.tokenizer = model_tokenizer(model)
-        self._entries: list[tuple[ConversationTurn, Message]] = []
+        self._entries: list[_Entry] = []
         self._total = 0
         self._seq = 0
         self.archived: list[ConversationTurn] = []
@@ -110,7 +118,7 @@ class AdaptiveSlidingWindow:
     @property
     def turns(self) -> list[ConversationTurn]:
         """The turns in the window, oldest first (a new list)."""
-        return [t for t, _ in self._entries]
+        return [e.turn for e in self._entries]
 
     def total_tokens(self) -> int:
         """Tokens of the turns in the window."""
@@ -128,29 +136,41 @@ class AdaptiveSlidingWindow:
             tokens = self.tokenizer.count_message(Message(role=turn.role, content=turn.content))
         self._seq += 1
         message = Message(str(self._seq), turn.role, tokens, content=turn.content)
+        facts = (float(turn.importance), *self._bonuses(turn.content))
         turn.tokens = tokens
-        self._entries.append((turn, message))
+        self._entries.append(_Entry(turn, message, tokens, facts))
         self._total += tokens
         if self._total > self.max_tokens:
             self._optimize()
 
     def importance(self, turn: ConversationTurn, index: int) -> float:
         """The article's score of ``turn`` at ``index`` among the current turns."""
-        score = float(turn.importance)
+        return self._score(float(turn.importance), *self._bonuses(turn.content), index)
+
+    def _bonuses(self, content: str) -> tuple[bool, bool]:
+        text = content.lower()
+        question = "?" in text or "how" in text
+        return question, any(kw in text for kw in self.CRITICAL_KEYWORDS)
+
+    def _score(self, importance: float, question: bool, critical: bool, index: int) -> float:
+        # The article's order of additions, so equal turns tie exactly as they do there.
+        score = importance
         score += index / max(len(self._entries) - 1, 1) * self.RECENCY_WEIGHT
-        text = turn.content.lower()
-        if "?" in text or "how" in text:
+        if question:
             score += self.QUESTION_BONUS
-        if any(kw in text for kw in self.CRITICAL_KEYWORDS):
+        if critical:
             score += self.CRITICAL_BONUS
         return min(score, 1.0)
 
     def _optimize(self) -> None:
         entries = self._entries
         guard = max(0, len(entries) - self.min_turns)
-        scores = {m.id: self.importance(t, i) for i, (t, m) in enumerate(entries)}
+        score = self._score
+        scores = {e.message.id: score(*e.facts, i) for i, e in enumerate(entries)}
         # Priority 2 pins the protected turns; pin=() pins nothing else (not even system).
-        messages = [m if i < guard else m.replace(priority=2) for i, (_, m) in enumerate(entries)]
+        messages = [
+            e.message if i < guard else e.message.replace(priority=2) for i, e in enumerate(entries)
+        ]
         packer = Packer(
             budget=self.max_tokens,
             tokenizer="given",
@@ -158,15 +178,19 @@ class AdaptiveSlidingWindow:
             pin=(),
         )
         kept = {m.id for m in packer.pack(messages).kept}
-        gone = [(scores[m.id], i, t) for i, (t, m) in enumerate(entries) if m.id not in kept]
+        gone = [
+            (scores[e.message.id], i, e.turn)
+            for i, e in enumerate(entries)
+            if e.message.id not in kept
+        ]
         gone.sort(key=lambda g: (g[0], g[1]))
         self.archived.extend(t for _, _, t in gone)
-        self._entries = [e for e in entries if e[1].id in kept]
-        self._total = sum(m.tokens or 0 for _, m in self._entries)
+        self._entries = [e for e in entries if e.message.id in kept]
+        self._total = sum(e.tokens for e in self._entries)
 
     def get_context(self) -> list[dict[str, str]]:
         """The window, oldest first, as ``{"role", "content"}`` dicts."""
-        return [{"role": m.role, "content": m.text()} for _, m in self._entries]
+        return [{"role": e.message.role, "content": e.message.text()} for e in self._entries]
 
     def __len__(self) -> int:
         return len(self._entries)
