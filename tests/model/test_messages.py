@@ -483,3 +483,165 @@ def test_from_dict_without_id_generates_one() -> None:
     a = Message.from_dict({"role": "user", "content": "hi"})
     b = Message.from_dict({"role": "user", "content": "hi"})
     assert a.id != b.id
+
+
+# -- issue 8 regressions: immutable in fact, JSON only, typed errors --------------------
+
+
+def test_mutating_passed_arguments_changes_neither_message_nor_count() -> None:
+    # Issue 8 #6: tool arguments reused between turns; counts cached by identity went stale.
+    from convomem.tokens import ApproxTokenizer
+
+    args: dict[str, Any] = {"ids": [1, 2], "q": "x"}
+    meta: dict[str, Any] = {"trace": {"step": 1}}
+    m = Message("a", "assistant", content=[ToolUseBlock("c", "f", args)], metadata=meta)
+    tok = ApproxTokenizer()
+    before = tok.count_message(m)
+    args["q"] = "y" * 4000
+    args["ids"].append(3)
+    meta["trace"]["step"] = 2
+    meta["new"] = True
+    assert m.content[0].input == {"ids": [1, 2], "q": "x"}  # type: ignore[union-attr]
+    assert m.metadata == {"trace": {"step": 1}}
+    assert tok.count_message(m) == before
+    rebuilt = Message("a", "assistant", content=[ToolUseBlock("c", "f", args)])
+    assert tok.count_message(rebuilt) > before + 900  # the new arguments are counted
+
+
+def test_frozen_fields_refuse_mutation() -> None:
+    m = Message(
+        "a", "assistant", content=[ToolUseBlock("c", "f", {"l": [1]})], metadata={"k": {"v": 1}}
+    )
+    with pytest.raises(TypeError):
+        m.metadata["k"] = 2  # type: ignore[index]
+    with pytest.raises(TypeError):
+        m.metadata["k"]["v"] = 2
+    with pytest.raises(TypeError):
+        m.content[0].input["l"].append(2)  # type: ignore[union-attr]
+    d = m.to_dict()
+    d["metadata"]["k"]["v"] = 99  # to_dict hands out plain, independent copies
+    d["content"][0]["input"]["l"].append(2)
+    assert type(d["metadata"]) is dict and type(d["content"][0]["input"]["l"]) is list
+    assert m.metadata == {"k": {"v": 1}} and m.to_dict()["content"][0]["input"] == {"l": [1]}
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [({"v": 1}, {"v": True}), ({"v": 1}, {"v": 1.0}), ({"v": 0.0}, {"v": -0.0})],
+)
+def test_equality_and_content_key_tell_json_values_apart(a: Any, b: Any) -> None:
+    # The reproducer: 26 tokens reported, 29 real, once {"v": True} reused {"v": 1}'s count.
+    # Issue 8 #6: {"v": 1} == {"v": True} made a rebuilt list reuse the wrong count.
+    from convomem.tokens import ApproxTokenizer
+
+    ma = Message("x", "assistant", content=[ToolUseBlock("c", "f", a)])
+    mb = Message("x", "assistant", content=[ToolUseBlock("c", "f", b)])
+    assert ma != mb and ma.content_key != mb.content_key
+    assert ToolUseBlock("c", "f", a) != ToolUseBlock("c", "f", b)
+    assert Message("x", "user", metadata=a) != Message("x", "user", metadata=b)
+    tok = ApproxTokenizer()
+    tok.count_message(ma)
+    assert tok.count_message(mb) == ApproxTokenizer().count_message(mb)  # no stale reuse
+    assert tok.tokenizations == 2
+    assert Message("x", "user", metadata={"a": 1, "b": 2}) == Message(
+        "x", "user", metadata={"a": 1, "b": 2}
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=3), st.data())
+def test_equal_messages_serialize_the_same(meta: dict[str, Any], data: st.DataObject) -> None:
+    other = data.draw(st.dictionaries(st.text(max_size=4), json_values, max_size=3))
+    a = Message("x", "user", metadata=meta, content=[ToolUseBlock("c", "f", meta)])
+    b = Message("x", "user", metadata=other, content=[ToolUseBlock("c", "f", other)])
+    same_text = json.dumps(a.to_dict()) == json.dumps(b.to_dict())
+    assert (a == b) == same_text
+    assert (a.content_key == b.content_key) == (json.dumps(meta) == json.dumps(other))
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        # Issue 8 #7: a tool input that is not JSON poisoned every later context().
+        (lambda: ToolUseBlock("c", "f", {(1, 2): "x"}), "ToolUseBlock.input"),
+        (lambda: ToolUseBlock("c", "f", {"s": {1, 2}}), "ToolUseBlock.input['s']"),
+        (lambda: ToolUseBlock("c", "f", {"n": math.nan}), "ToolUseBlock.input['n']"),
+        (lambda: ToolUseBlock("c", "f", {"o": object()}), "ToolUseBlock.input['o']"),
+        (lambda: Message("m", "user", metadata={"when": object()}), "metadata['when']"),
+        (lambda: Message("m", "user", metadata={1: "x"}), "metadata"),
+        (lambda: Message("m", "user", metadata={"x": [math.inf]}), "metadata['x'][0]"),
+    ],
+)
+def test_non_json_inputs_are_rejected_at_construction(make: Any, field: str) -> None:
+    with pytest.raises(InvalidMessage) as info:
+        make()
+    assert info.value.field == field
+
+
+def _deep(n: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(n):
+        value = {"a": value}
+    return value
+
+
+def test_deep_values_are_rejected_not_a_recursion_error_later() -> None:
+    # Issue 8 #9: a 3,000-deep tool input raised RecursionError during counting.
+    with pytest.raises(InvalidMessage, match="deeper than 100"):
+        ToolUseBlock("c", "f", _deep(3000))
+    with pytest.raises(InvalidMessage, match="deeper than 100"):
+        Message("m", "user", metadata=_deep(3000))
+    ok = Message("m", "assistant", content=[ToolUseBlock("c", "f", _deep(99))])
+    assert ok.countable_text().count("{") == 100
+    assert Message.from_dict(json.loads(json.dumps(ok.to_dict()))) == ok
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        # Issue 8 #9: an unhashable role gave a bare TypeError.
+        ({"id": "m", "role": ["user"]}, "role"),
+        ({"id": "m", "role": {"user": 1}}, "role"),
+        ({"id": ["m"], "role": "user"}, "id"),
+        ({"id": "m\ud800", "role": "user"}, "id"),
+        ({"id": "m", "role": "user", "content": "bad \udfff text"}, "content"),
+        ({"id": "m", "role": "user", "name": "\ud83d"}, "name"),
+        ({"id": "m", "role": "user", "priority": [1]}, "priority"),
+        ({"id": "m", "role": "user", "tokens": [1]}, "tokens"),
+        ({"id": "m", "role": "user", "created_at": [1]}, "created_at"),
+        ({"id": "m", "role": "user", "content": [{"x"}]}, "content[0]"),
+        ({"id": "m", "role": "user", "content": [TextBlock("a"), ["b"]]}, "content[1]"),
+    ],
+)
+def test_bad_fields_raise_invalid_message_never_a_bare_error(
+    kwargs: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(InvalidMessage) as info:
+        Message(**kwargs)
+    assert info.value.field == field
+    str(info.value)  # the message renders
+
+
+def test_surrogates_in_blocks_are_rejected() -> None:
+    for make, field in [
+        (lambda: TextBlock("a\ud800"), "TextBlock.text"),
+        (lambda: ImageBlock("http://x/\ud800"), "ImageBlock.source"),
+        (lambda: ToolUseBlock("c\ud800", "f"), "ToolUseBlock.id"),
+        (lambda: ToolUseBlock("c", "f", "{\ud800"), "ToolUseBlock.input"),
+        (lambda: ToolResultBlock("c", "r\ud800"), "ToolResultBlock.content"),
+    ]:
+        with pytest.raises(InvalidMessage) as info:
+            make()
+        assert info.value.field == field
+    assert TextBlock("emoji 😀 and é").text == "emoji 😀 and é"
+
+
+def test_str_subclasses_are_stored_as_plain_strings() -> None:
+    import enum
+
+    class Role(enum.StrEnum):
+        USER = "user"
+
+    m = Message("m", Role.USER)
+    assert type(m.role) is str and m == Message("m", "user")
+    assert json.dumps(m.to_dict()) == json.dumps(Message("m", "user").to_dict())
