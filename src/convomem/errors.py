@@ -98,7 +98,12 @@ class EmbeddingError(ConvomemError, ValueError):
     """An embedder returned something that is not a usable vector, or got bad input."""
 
 
-class AsyncSummarizerError(ConvomemError, RuntimeError):
+class AsyncInSyncError(ConvomemError, RuntimeError):
+    """Something async (a summarizer, an embedder, a store) was called from synchronous
+    code inside a running event loop; use the async twin of the call."""
+
+
+class AsyncSummarizerError(AsyncInSyncError):
     """A coroutine summarizer was called from synchronous code inside a running loop."""
 
 

@@ -14,11 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convomem.errors import ConfigError, InvalidMessage, TransientError
-from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
+from convomem.model import (
+    Chunk,
+    Message,
+    ToolResultBlock,
+    ToolUseBlock,
+    starts_turn,
+    validate_pairs,
+)
 from convomem.session import COMPRESSED_KEY, ConversationMemory
 from convomem.stores import InMemoryStore
 from convomem.summaries import SEGMENT_KEY, RunningSummary, Summary
 from convomem.tokens import get_tokenizer
+from convomem.views.log import unit_messages
 
 APPROX = get_tokenizer("approx")
 SYSTEM = "You are a careful support agent for an online shop."
@@ -141,10 +149,7 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     if stats.fits:
         assert request_tokens(ctx) <= mem.max_tokens
     else:  # only what may not be evicted is sent, and it is over the budget
-        protected = {m.id for m in mem._head} | {
-            m.id for c in mem._builder.chunks if mem._protected(c) for m in c.messages
-        }
-        assert {m.id for m in ctx} <= protected
+        assert {m.id for m in ctx} <= protected_ids(mem)
         assert request_tokens(ctx) > mem.max_tokens
     # Tool pairs are valid; the history is in log order; the summary follows the prompt.
     assert validate_pairs(ctx) == []
@@ -155,24 +160,27 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     assert len(heads) <= 1
     if heads:  # right after the leading pinned messages (the system prompt first)
         assert ctx[0].id == added[0].id == "sys"
-        assert heads == [len(mem._head)] and mem._head[0].id == "sys"
+        assert heads == [mem._view_engine.head]
     # Priority-2 and system messages are always sent when they fit.
     ids = {m.id for m in ctx}
     if stats.fits:
         assert all(m.id in ids for m in added if m.priority == 2 and not m.has_tool_use())
     # Accounting: every logged message is in the view, summarized, or awaiting a fold.
-    view = {m.id for m in mem._head} | {m.id for c in mem._builder.chunks for m in c.messages}
+    engine = mem._view_engine
+    log = engine.log
+    view = {m.id for m in log.kept()}
     folded = set(mem.summary.covered_ids)
-    waiting = {m.id for _, m in mem._to_fold}
+    waiting = {m.id for m in engine.to_fold}
     assert view | folded | waiting == {m.id for m in added}
     assert not view & folded
-    # The running totals match a recount.
-    chunks = list(mem._builder.chunks)
-    assert mem._free_tokens == sum(c.tokens for c in chunks if not c.pinned)
-    assert mem._pinned_tokens == sum(c.tokens for c in chunks if c.pinned)
-    assert all(c.tokens == APPROX.count_messages(c.messages) for c in chunks)
-    unpinned_users = [m for c in chunks if not c.pinned for m in c.messages if m.role == "user"]
-    assert mem._turns == sum(COMPRESSED_KEY not in m.metadata for m in unpinned_users)
+    # The running totals match a recount (a copy without stray results keeps its count).
+    units = list(log.units())
+    chunks = [u for u in units if isinstance(u, Chunk)]
+    assert log.total() == sum(u.tokens if isinstance(u, Chunk) else u[1] for u in units)
+    assert log.pinned_tokens == sum(c.tokens for c in chunks if c.pinned)
+    assert all(c.tokens >= APPROX.count_messages(c.messages) for c in chunks)
+    free = [m for u in units if not (isinstance(u, Chunk) and u.pinned) for m in unit_messages(u)]
+    assert log.turns == sum(starts_turn(m) for m in free)
     # Summarized messages were folded exactly once.
     assert stats.summarized_messages == len(folded)
 
@@ -205,16 +213,14 @@ def test_random_conversations_keep_every_invariant(
             assert count_turns(mem) <= max_turns
 
 
+def protected_ids(mem: ConversationMemory) -> set[str]:
+    log = mem._view_engine.log
+    return {m.id for u in log.units() if log.protected(u) for m in unit_messages(u)}
+
+
 def count_turns(mem: ConversationMemory) -> int:
-    protected = {m.id for c in mem._builder.chunks if mem._protected(c) for m in c.messages}
-    return sum(
-        1
-        for m in body(mem.context("messages"))
-        if m.role == "user"
-        and m.id not in protected
-        and m.id not in {h.id for h in mem._head}
-        and COMPRESSED_KEY not in m.metadata
-    )
+    protected = protected_ids(mem)
+    return sum(1 for m in body(mem.context("messages")) if starts_turn(m) and m.id not in protected)
 
 
 @settings(max_examples=25, deadline=None)

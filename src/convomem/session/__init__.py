@@ -3,8 +3,8 @@
 from .memory import (
     COMPRESSED_KEY,
     ConversationMemory,
-    MemoryStats,
 )
+from .stats import MemoryStats
 
 __all__ = [
     "COMPRESSED_KEY",

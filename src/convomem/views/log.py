@@ -163,6 +163,11 @@ class ChunkLog:
         yield from self._held.values()
         yield from self._dq
 
+    def units_newest_first(self) -> Iterator[Unit]:
+        """Every unit, newest first."""
+        yield from reversed(self._dq)
+        yield from reversed(self._held.values())
+
     def kept(self) -> list[Message]:
         """The messages held, oldest first."""
         out: list[Message] = []

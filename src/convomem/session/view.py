@@ -1,0 +1,296 @@
+"""A session's view: the shared chunk log plus what a session adds on top.
+
+``SessionView`` owns a ``views.log.ChunkLog`` (no limit of its own: the session plans
+each compaction, because evicted messages are summarized before they leave) and adds:
+the leading system prompt (sent before the summary), orphan results waiting to be
+folded, the compaction policy (trigger/target hysteresis over the history's share, a
+turn limit, cuts preferring a turn start, priority-1 compression before eviction), and
+the rendering of the view as a context, cached between turns.
+
+Compaction is a generator that yields ``FoldOp`` / ``CompressOp`` requests and returns a
+``Plan``; nothing changes until ``commit(plan)``, so a failing summarizer leaves the view
+exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from ..model import COMPRESSED_KEY, Chunk, Message, PinPolicy, starts_turn
+from ..tokens import Tokenizer
+from ..views.budget import REPLY_PRIMING_TOKENS
+from ..views.log import ChunkLog, Unit, unit_messages
+
+
+@dataclass(frozen=True, slots=True)
+class FoldOp:
+    """Fold these evicted messages into the running summary."""
+
+    messages: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class CompressOp:
+    """Compress this priority-1 message on its own."""
+
+    message: Message
+
+
+@dataclass(slots=True)
+class Plan:
+    """A compaction decided but not applied: victims to drop, chunks to rewrite."""
+
+    victims: list[Unit] = field(default_factory=list)
+    rewrites: list[tuple[Chunk, list[Message], int]] = field(default_factory=list)
+    folded: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What ``context()`` sends now, and what it cost to decide."""
+
+    messages: list[Message]
+    tokens: int
+    omitted: int
+    waiting: int
+    fits: bool
+
+
+Step: TypeAlias = FoldOp | CompressOp
+PlanGen: TypeAlias = Generator[Step, Any, Plan]
+
+
+def _tokens(unit: Unit) -> int:
+    return unit.tokens if isinstance(unit, Chunk) else unit[1]
+
+
+def _turns(messages: list[Message]) -> int:
+    return sum(1 for m in messages if starts_turn(m))
+
+
+class SessionView:
+    """The view engine of one session (see the module docstring). Not thread-safe."""
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        pins: PinPolicy,
+        *,
+        limit: int,
+        trigger: float,
+        target: float,
+        max_turns: int | None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.pins = pins
+        self.limit = limit
+        self.trigger = trigger
+        self.target = target
+        self.max_turns = max_turns
+        self.goal_turns = None if max_turns is None else max(1, int(max_turns * target))
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (the log is the store's; this is only the view)."""
+        self.log = ChunkLog(self.tokenizer, self.pins)
+        self.head = 0  # the log's leading pinned system messages (sent before the summary)
+        self.head_tokens = 0
+        self.to_fold: list[Message] = []  # orphan results: never in view, summarized later
+        self.version = 0
+
+    # -- adding ------------------------------------------------------------------------
+
+    def add(self, message: Message, tokens: int) -> None:
+        """Put an accepted message into the view (cannot fail: it was validated)."""
+        log = self.log
+        index = log.position
+        if (
+            index == self.head
+            and message.role == "system"
+            and self.pins.static(message, index, False)
+            and (type(message.content) is str or not message.has_tool_result())
+            and not message.has_tool_use()
+        ):
+            self.head += 1
+            self.head_tokens += tokens
+        if message.id in log.add(message, tokens):
+            self.to_fold.append(message)  # an orphan result
+        self.version += 1
+
+    # -- the budget ----------------------------------------------------------------------
+
+    def share(self, summary_tokens: int) -> int:
+        """Tokens the unpinned history may take (negative when pins overflow)."""
+        return self.limit - self.log.pinned_tokens - summary_tokens
+
+    def free_tokens(self) -> int:
+        """Tokens of the units no static pin holds."""
+        return self.log.total() - self.log.pinned_tokens
+
+    def over(self, summary_tokens: int) -> bool:
+        """Whether a compaction is due."""
+        if self.free_tokens() > self.trigger * self.share(summary_tokens):
+            return True
+        return self.max_turns is not None and self.log.turns > self.max_turns
+
+    # -- compaction ----------------------------------------------------------------------
+
+    def _last_units(self) -> tuple[Unit | None, Unit | None]:
+        """The newest evictable unit, and the newest evictable unit starting a turn."""
+        newest: Unit | None = None
+        last_turn: Unit | None = None
+        log = self.log
+        for u in log.units_newest_first():
+            if log.protected(u):
+                continue
+            if newest is None:
+                newest = u
+            if starts_turn(unit_messages(u)[0]):
+                last_turn = u
+                break
+        return newest, last_turn
+
+    def plan(self, summary_tokens: int, *, summarize: bool) -> PlanGen:
+        """Decide a compaction down to the target; yields its summarizer work."""
+        share = self.share(summary_tokens)
+        goal = self.target * share
+        goal_turns = self.goal_turns
+        free = self.free_tokens()
+        turns = self.log.turns
+        newest, last_turn = self._last_units()
+        past_last_turn = last_turn is None
+        plan = Plan()
+        staged: list[Chunk] = []
+        for u in self.log.evictable():
+            need = free > goal or (goal_turns is not None and turns > goal_turns)
+            msgs = unit_messages(u)
+            if not need and (past_last_turn or starts_turn(msgs[0])):
+                break  # at the target, and at the start of a turn (or past the last)
+            if u is newest and _tokens(u) <= share:
+                break  # the newest unit stays when it fits the share on its own
+            if u is last_turn:
+                past_last_turn = True
+            if isinstance(u, Chunk) and any(m.priority == 1 for m in msgs):
+                out = []
+                for m in msgs:
+                    if m.priority == 1:
+                        m = yield CompressOp(m)
+                    out.append(m)
+                tokens = self.tokenizer.count_messages(out)
+                plan.rewrites.append((u, out, tokens))
+                staged.append(u)
+                free -= u.tokens - tokens
+                turns -= _turns(msgs) - _turns(out)
+                continue
+            plan.victims.append(u)
+            free -= _tokens(u)
+            turns -= _turns(msgs)
+        # The turn limit is hard: compressed chunks go too when the rest did not suffice.
+        while self.max_turns is not None and turns > self.max_turns and staged:
+            u = staged.pop(0)
+            plan.rewrites = [r for r in plan.rewrites if r[0] is not u]
+            plan.victims.append(u)
+            turns -= _turns(u.messages)
+        plan.victims = self._in_order(plan.victims)
+        folded = [m for v in plan.victims for m in unit_messages(v)]
+        folded.extend(self.to_fold)
+        if summarize and folded:
+            yield FoldOp(folded)
+        plan.folded = folded
+        return plan
+
+    def commit(self, plan: Plan) -> list[str]:
+        """Apply a plan; return the evicted ids."""
+        for chunk, msgs, tokens in plan.rewrites:
+            self.log.replace(chunk, msgs, tokens)
+        dropped = self.log.evict(plan.victims)
+        self.to_fold.clear()
+        self.version += 1
+        return dropped
+
+    def _in_order(self, victims: list[Unit]) -> list[Unit]:
+        if len(victims) < 2:
+            return victims
+        rank = {id(u): i for i, u in enumerate(self.log.units())}
+        return sorted(victims, key=lambda v: rank[id(v)])
+
+    # -- rendering -----------------------------------------------------------------------
+
+    def _sendable(self, unit: Unit) -> tuple[list[Message], int, int]:
+        """A unit's messages that can be sent now, their tokens, and how many wait.
+
+        A chunk whose tool calls still await results waits, except its messages pinned
+        on their own that carry no tool blocks (a system prompt, the last user message).
+        """
+        if not isinstance(unit, Chunk):
+            return [unit[0]], unit[1], 0
+        if not unit.pending:
+            return unit.messages, unit.tokens, 0
+        log = self.log
+        pinned = set(unit.pinned_at)
+        out = [
+            m
+            for m, i in zip(unit.messages, unit.indices, strict=True)
+            if (i in pinned or log.pinned_now(i))
+            and (type(m.content) is str or not (m.has_tool_use() or m.has_tool_result()))
+        ]
+        return out, self.tokenizer.count_messages(out), len(unit.messages) - len(out)
+
+    def render(self, summary: Message | None) -> View:
+        """The context: leading system prompt, summary, then the kept history.
+
+        Within budget: while a failed compaction waits for a retry, the oldest
+        unprotected units are left out of this context (not evicted), then the summary.
+        """
+        limit = self.limit
+        s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
+        parts: list[tuple[Unit, list[Message], int]] = []
+        total = s_tok
+        waiting = 0
+        for u in self.log.units():
+            msgs, tokens, wait = self._sendable(u)
+            waiting += wait
+            if msgs:
+                parts.append((u, msgs, tokens))
+                total += tokens
+        omitted = 0
+        if total > limit:
+            log = self.log
+            keep: list[tuple[Unit, list[Message], int]] = []
+            for p in parts:
+                u = p[0]
+                if total > limit and not log.protected(u):
+                    total -= p[2]
+                    omitted += len(p[1])
+                else:
+                    keep.append(p)
+            parts = keep
+            if total > limit and summary is not None:
+                total -= s_tok
+                summary = None
+        out: list[Message] = []
+        head = self.head
+        for u, msgs, _ in parts:
+            if summary is not None and not self._in_head(u, head):
+                out.append(summary)
+                summary = None
+            out.extend(msgs)
+        if summary is not None:
+            out.append(summary)
+        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, total <= limit)
+
+    @staticmethod
+    def _in_head(unit: Unit, head: int) -> bool:
+        return isinstance(unit, Chunk) and unit.indices[-1] < head
+
+    def compressed(self, message_id: str) -> bool:
+        """Whether the view holds a compressed copy of this message (for tests/stats)."""
+        return any(
+            m.id == message_id and COMPRESSED_KEY in m.metadata for m in self._all_messages()
+        )
+
+    def _all_messages(self) -> Iterator[Message]:
+        for u in self.log.units():
+            yield from unit_messages(u)
