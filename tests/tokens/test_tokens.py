@@ -163,6 +163,27 @@ def test_hf_counts_match_the_raw_tokenizer(hf_tokenizer_path: Path, no_network: 
     assert tok.count("the quick brown fox") < tok.count("zebra xylophone")  # really BPE
 
 
+def test_hf_batches_and_lone_surrogates(hf_tokenizer_path: Path, no_network: None) -> None:
+    from tokenizers import Tokenizer as RawTokenizer
+
+    raw = RawTokenizer.from_file(str(hf_tokenizer_path))
+    tok = HFTokenizer(str(hf_tokenizer_path))
+    texts = [*CORPUS, "zebra xylophone quick", "", CORPUS[0]]
+    one = HFTokenizer(str(hf_tokenizer_path))
+    assert tok.count_many([msg(t) for t in texts]) == [one.count_message(msg(t)) for t in texts]
+    assert tok.tokenizations == len(set(texts))
+    assert tok.count_texts(texts) == [
+        len(raw.encode(t, add_special_tokens=False).ids) for t in texts
+    ]
+    assert tok.count_texts(["the fox"]) == [one.count("the fox")]
+    # the Rust side refuses a lone surrogate; it is counted as U+FFFD instead
+    assert tok.count("the \ud800 fox") == one.count("the \ufffd fox")
+    assert tok.count_texts(["the \ud800 fox", "dog"]) == [
+        one.count("the \ufffd fox"),
+        one.count("dog"),
+    ]
+
+
 def test_hf_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.json"
     with pytest.raises(TokenizerError, match="no such file") as info:

@@ -218,7 +218,8 @@ class BaseTokenizer:
         cache = self._cache
         if self._cache_size:
             if len(cache) >= self._cache_size:
-                del cache[next(iter(cache))]  # evict the oldest entry
+                # Evict the oldest entry; another thread may have evicted it already.
+                cache.pop(next(iter(cache), None), None)  # type: ignore[arg-type]
             cache[key] = n
 
     def count_message(self, message: Message) -> int:
@@ -259,40 +260,43 @@ class BaseTokenizer:
         append = out.append
         pending: dict[tuple[Any, ...], int] = {}  # content key -> index in ``reps``
         reps: list[Message] = []
-        keys: list[tuple[Any, ...]] = []
-        misses: list[int] = []  # positions in ``out`` waiting for a batch count
-        for i, m in enumerate(msgs):
-            t = m.tokens
-            if t is not None:
-                append(t)
-                continue
-            memo = m._counts
-            if memo is not None:
-                hit = memo.get(uid)
-                if hit is not None:
-                    append(hit)
+        misses: list[int] = []  # positions in ``out`` holding an index in ``reps`` for now
+        i = -1
+        try:
+            for m in msgs:
+                i += 1
+                t = m.tokens
+                if t is not None:
+                    append(t)
                     continue
-            key = self._key(m)
-            n = cache.get(key)
-            if n is not None:
-                if memo is None:
-                    object.__setattr__(m, "_counts", {uid: n})
-                else:
-                    memo[uid] = n
-                append(n)
-                continue
-            r = pending.get(key)
-            if r is None:
-                r = pending[key] = len(reps)
-                reps.append(m)
-                keys.append(key)
-            append(r)
-            misses.append(i)
+                memo = m._counts
+                if memo is not None:
+                    hit = memo.get(uid)
+                    if hit is not None:
+                        append(hit)
+                        continue
+                key = m.content_key
+                n = cache.get(key)
+                if n is not None:
+                    if memo is None:
+                        object.__setattr__(m, "_counts", {uid: n})
+                    else:
+                        memo[uid] = n
+                    append(n)
+                    continue
+                r = pending.get(key)
+                if r is None:
+                    r = pending[key] = len(reps)
+                    reps.append(m)
+                append(r)
+                misses.append(i)
+        except RecursionError:
+            raise _too_deep(msgs[i]) from None
         if not reps:
             return out
         counts = self._tokenize_batch(reps)
         self.tokenizations += len(reps)
-        for key, n in zip(keys, counts, strict=True):
+        for key, n in zip(pending, counts, strict=True):
             self._store(key, n)
         for i in misses:
             n = out[i] = counts[out[i]]
