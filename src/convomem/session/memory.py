@@ -194,8 +194,6 @@ class ConversationMemory:
         self._view_engine.reset()
         self._loaded = False
         self._ids: set[str] = set()
-        self._leading_system: list[Message] = []
-        self._system_run = True
         self._pending_retry = False
         self._cache: tuple[int, Message | None, View] | None = None
         self._rendered: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
@@ -302,10 +300,6 @@ class ConversationMemory:
     def _apply(self, m: Message, t: int) -> None:
         """Put an accepted (logged) message into the view."""
         self._ids.add(m.id)
-        if m.role != "system":
-            self._system_run = False
-        elif self._system_run:
-            self._leading_system.append(m)
         self._view_engine.add(m, t)
 
     def _load_gen(self) -> Gen[None]:
@@ -383,27 +377,33 @@ class ConversationMemory:
         return items
 
     def _clear_gen(self, keep_system: bool) -> Gen[None]:
+        """Empty the log but its leading system messages, all or nothing.
+
+        One atomic call when it can be (``clear_session``, or a store's optional
+        ``truncate(keep)``); else the newest messages are popped one by one and, if the
+        store fails half-way, put back before the error is raised.
+        """
         _check.flag("keep_system", keep_system)
         items: list[Message] = yield StoreOp("get_items")
-        if self._loaded:
-            keep = list(self._leading_system) if keep_system else []
+        keep: list[Message] = []
+        for m in items if keep_system else ():
+            if m.role != "system":
+                break
+            keep.append(m)
+        if not keep:
+            yield StoreOp("clear_session")
+        elif callable(getattr(self._store, "truncate", None)):
+            yield StoreOp("truncate", (len(keep),))
         else:
-            keep = []
-            for m in items if keep_system else ():
-                if m.role != "system":
-                    break
-                keep.append(m)
-        yield StoreOp("clear_session")
-        if keep:
+            popped: list[Message] = []
             try:
-                yield StoreOp("add_items", (keep,))
+                for _ in range(len(items) - len(keep)):
+                    popped.append((yield StoreOp("pop_item")))
             except Exception:
-                # Put the log back as it was (best effort), then report the failure:
-                # the memory is unchanged, so a retry keeps the system prompt.
-                try:
-                    yield StoreOp("add_items", (items,))
-                finally:
-                    raise
+                if popped:
+                    popped.reverse()
+                    yield StoreOp("add_items", ([m for m in popped if m is not None],))
+                raise
         self._rs.clear()
         self._reset()
         self._loaded = True

@@ -119,6 +119,11 @@ class InMemoryStore:
     def clear_session(self) -> None:
         self._items.clear()
 
+    def truncate(self, keep: int) -> None:
+        """Keep only the oldest ``keep`` items, atomically (an optional Store method that
+        ``ConversationMemory.clear(keep_system=True)`` uses when a store has it)."""
+        del self._items[keep:]
+
     def __len__(self) -> int:
         return len(self._items)
 
