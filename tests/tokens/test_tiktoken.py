@@ -394,3 +394,17 @@ def test_count_many_over_threads_equals_one_at_a_time(threads: int, no_network: 
     assert tok.tokenizations == len(texts)
     assert tok.count_texts(texts) == [one.count(t) for t in texts]
     assert tok.count_texts(tuple(texts[:600])) == [one.count(t) for t in texts[:600]]
+
+
+def test_default_threads_follow_the_cpus_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    assert TiktokenTokenizer("cl100k_base").threads == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert TiktokenTokenizer("cl100k_base").threads == 8
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert TiktokenTokenizer("cl100k_base").threads == 1

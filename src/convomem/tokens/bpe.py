@@ -27,6 +27,14 @@ def is_tiktoken_encoding(obj: object) -> bool:
     return isinstance(encoding_type, type) and isinstance(obj, encoding_type)
 
 
+def _cpus() -> int:
+    """CPUs this process may run on (a container's share, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on every platform
+        return max(1, os.cpu_count() or 1)
+
+
 class TiktokenTokenizer(BaseTokenizer):
     """Exact BPE counts with OpenAI's tiktoken (extra ``tiktoken``).
 
@@ -39,7 +47,7 @@ class TiktokenTokenizer(BaseTokenizer):
     Text is encoded as ordinary text: special-token strings (``<|endoftext|>``) are
     counted like any other text and never raise. ``count_many`` encodes the distinct
     uncached texts of a batch on ``threads`` threads (tiktoken releases the GIL while
-    it encodes); the default is the number of CPUs, at most 8.
+    it encodes); the default is the number of CPUs this process may use, at most 8.
     """
 
     def __init__(
@@ -64,7 +72,7 @@ class TiktokenTokenizer(BaseTokenizer):
                 f"model_or_encoding={model_or_encoding!r}: expected a model or encoding "
                 "name, the path of a .tiktoken file, or a tiktoken Encoding"
             )
-        self.threads = threads if threads is not None else max(1, min(8, os.cpu_count() or 1))
+        self.threads = threads if threads is not None else min(8, _cpus())
         self._encode = self.encoding.encode_ordinary
 
     def count(self, text: str) -> int:
