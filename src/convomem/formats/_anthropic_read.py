@@ -19,7 +19,7 @@ from ..model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from ._common import at_field, plain, stable_id
+from ._common import at_block, at_field, plain, stable_id
 
 META: Final = "anthropic"
 """The ``Message.metadata`` key holding what the Messages format has and convomem has not."""
@@ -71,18 +71,20 @@ def _opaque(block: Mapping[str, Any], where: str) -> OpaqueBlock:
     kind = block.get("type")
     if not isinstance(kind, str) or not kind:
         raise InvalidMessage(where + ".type", kind, "a content block needs a type")
-    try:
-        return OpaqueBlock(META, block)
-    except InvalidMessage as exc:
-        raise InvalidMessage(
-            where + exc.field[len("OpaqueBlock.data") :], exc.value, exc.problem
-        ) from None
+    return OpaqueBlock(META, block)
 
 
 def _part_from_anthropic(
     raw: Any, where: str, pos: tuple[int, int], extras: list[list[Any]]
 ) -> ResultPart:
     """A block inside a tool result: text, image, or opaque (search_result, document)."""
+    try:
+        return _part(raw, where, pos, extras)
+    except InvalidMessage as exc:
+        raise at_block(where, exc) from None
+
+
+def _part(raw: Any, where: str, pos: tuple[int, int], extras: list[list[Any]]) -> ResultPart:
     part = plain(raw)
     if not isinstance(part, Mapping):
         raise InvalidMessage(where, part, "a content block must be an object")
@@ -105,6 +107,15 @@ def _part_from_anthropic(
 def _block_from_anthropic(
     block: Mapping[str, Any], where: str, role: str, j: int, extras: list[list[Any]]
 ) -> Block:
+    try:
+        return _block(block, where, role, j, extras)
+    except InvalidMessage as exc:
+        raise at_block(where, exc) from None
+
+
+def _block(
+    block: Mapping[str, Any], where: str, role: str, j: int, extras: list[list[Any]]
+) -> Block:
     kind = block.get("type")
     converted: Block | None = None
     if kind == "text":
@@ -124,12 +135,7 @@ def _block_from_anthropic(
             raise InvalidMessage(where + ".name", name, "must be a non-empty string")
         if not isinstance(args, Mapping):
             raise InvalidMessage(where + ".input", args, "must be an object")
-        try:
-            converted = ToolUseBlock(call_id, name, args)
-        except InvalidMessage as exc:
-            raise InvalidMessage(
-                where + exc.field[len("ToolUseBlock") :], exc.value, exc.problem
-            ) from None
+        converted = ToolUseBlock(call_id, name, args)
     elif kind == "tool_result":
         converted = _result_from_anthropic(block, where, role, j, extras)
     if converted is None:

@@ -109,6 +109,31 @@ def stable_id(data: Any, seen: dict[str, int], prefix: str = "oa", where: str = 
     return base if n == 0 else f"{base}_{n}"
 
 
+_BLOCK_NAMES = frozenset(
+    {"TextBlock", "ImageBlock", "ToolUseBlock", "ToolResultBlock", "OpaqueBlock"}
+)
+
+
+def at_block(
+    where: str, exc: InvalidMessage, names: Mapping[str, str] | None = None
+) -> InvalidMessage:
+    """``exc`` from a block constructor placed at ``where``, the block's place in the input.
+
+    ``TextBlock.text`` becomes ``<where>.text``, ``OpaqueBlock.data['k']`` becomes
+    ``<where>['k']``; ``names`` renames fields (``tool_use_id`` -> ``tool_call_id``). An
+    error already placed (not a block's own field) is returned unchanged.
+    """
+    cls, dot, rest = exc.field.partition(".")
+    if cls not in _BLOCK_NAMES or not dot:
+        return exc
+    attr, bracket, path = rest.partition("[")
+    if cls == "OpaqueBlock" and attr == "data":
+        field = f"{where}{bracket}{path}"
+    else:
+        field = f"{where}.{(names or {}).get(attr, attr)}{bracket}{path}"
+    return InvalidMessage(field, exc.value, exc.problem)
+
+
 def at_field(where: str, exc: InvalidMessage) -> InvalidMessage:
     """``exc`` with its field placed at ``where`` (``messages[3].name``)."""
     return InvalidMessage(f"{where}.{exc.field}", exc.value, exc.problem)

@@ -17,12 +17,13 @@ field).
 
 ``to_openai`` writes what Chat Completions can carry. A message with tool results
 (Anthropic style) becomes one ``role: "tool"`` message per result, then one message with
-everything else, tool calls included (``assistant`` when it calls tools, else its own
-role, ``user`` for a tool message); results come first unless one answers a call of the
-same message. Opaque blocks of another provider go over when the equivalent is faithful:
-an Anthropic PDF ``document`` becomes a ``file`` part, a text ``document`` or a
-``search_result`` a text part; anything else (``thinking``, ``redacted_thinking``, server
-tool blocks) is left out.
+everything else, tool calls included (in the message's own role, ``user`` for a tool
+message); results come first unless one answers a call of the same message. Only an
+assistant message may call tools, and a tool message needs a result: anything else
+raises ``InvalidMessage``, as ``to_anthropic`` does. Opaque blocks of another provider
+go over when the equivalent is faithful: an Anthropic PDF ``document`` becomes a
+``file`` part, a text ``document`` or a ``search_result`` a text part; anything else
+(``thinking``, ``redacted_thinking``, server tool blocks) is left out.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ..model import (
     ToolUseBlock,
 )
 from ..model.values import thaw
-from ._common import at_field, message_list, plain, stable_id
+from ._common import at_block, at_field, message_list, plain, stable_id
 
 META: Final = "openai"
 """The ``Message.metadata`` key holding what Chat Completions has and convomem has not."""
@@ -166,7 +167,10 @@ def _message_from_openai(raw: Any, i: int, seen: dict[str, int]) -> Message:
             raise InvalidMessage(_where(i, "tool_call_id"), call_id, "a tool message needs one")
         parts = _content_from_openai(raw_content, i, image_extra)
         result = raw_content or "" if not isinstance(raw_content, list | tuple) else tuple(parts)
-        blocks.append(ToolResultBlock(call_id, result))
+        try:
+            blocks.append(ToolResultBlock(call_id, result))
+        except InvalidMessage as exc:
+            raise at_block(f"messages[{i}]", exc, {"tool_use_id": "tool_call_id"}) from None
         own = "tool_call_id"
     else:
         blocks += _content_from_openai(raw_content, i, image_extra)
@@ -356,6 +360,14 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
             raise NotAMessage(f"messages[{i}]", m, "must be a Message")
+        if m.role == "tool" and not m.has_tool_result():
+            raise InvalidMessage(
+                f"messages[{i}].content", m.content, "a tool message needs a ToolResultBlock"
+            )
+        if m.role != "assistant" and m.has_tool_use():
+            raise InvalidMessage(
+                f"messages[{i}].content", m.content, "only the assistant calls tools"
+            )
         meta = m.metadata.get(META)
         extra: dict[str, Any] = thaw(meta) if isinstance(meta, Mapping) else {}
         role = extra.pop("role", None)
@@ -382,7 +394,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         made = [_result_to_openai(b, form, images) for b in results]
         if rest:
             calls = {b.id for b in rest if isinstance(b, ToolUseBlock)}
-            rest_role = "assistant" if calls else ("user" if m.role == "tool" else m.role)
+            rest_role = "user" if m.role == "tool" else m.role
             body = _body(rest_role, rest, (False, None, False), images)
             made = [body, *made] if calls & {b.tool_use_id for b in results} else [*made, body]
             target = body

@@ -104,6 +104,7 @@ OPAQUE_FLAT: Final = frozenset(
     {
         ("openai", "input_audio"),
         ("openai", "file"),
+        ("openai", "image_url"),  # an image part with keys of its own (cache_control)
         ("openai", "audio"),  # an assistant message's audio reference
         ("anthropic", "redacted_thinking"),
         ("anthropic", "image"),  # an image whose source convomem cannot read
