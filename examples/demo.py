@@ -20,15 +20,9 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from convomem import (
-    ConversationMemory,
-    Message,
-    Packer,
-    Tokenizer,
-    from_openai,
-    get_tokenizer,
-)
+from convomem import ConversationMemory, Message, Packer, from_openai, get_tokenizer
 from convomem.model import COMPRESSED_KEY
+from convomem.tokens import Tokenizer
 
 EXAMPLE = Path(__file__).with_name("support_conversation.json")
 BUDGET = 2_500

@@ -10,7 +10,8 @@ from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
-from convomem import from_openai, validate_pairs
+from convomem import from_openai
+from convomem.model import validate_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
