@@ -6,6 +6,7 @@ import codecs
 import io
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convomem.cli import main
 from convomem.cli.readers import detect_format, read_conversation
 from convomem.errors import InputError
 from convomem.formats.anthropic import to_anthropic
@@ -270,3 +272,20 @@ def test_any_bytes_read_or_raise_an_input_error(data: bytes, fmt: str) -> None:
         return
     assert isinstance(messages, list)
     assert all(isinstance(m, Message) for m in messages)
+
+
+@settings(max_examples=max(1, FUZZ_EXAMPLES // 3))
+@given(hostile_bytes(), st.sampled_from(["inspect", "estimate", "pack"]))
+def test_any_bytes_through_the_cli_exit_0_or_one_line_and_2(data: bytes, command: str) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = [command, "-", *(["--budget", "50", "--pin", "none"] if command == "pack" else [])]
+    old_in, old_err = sys.stdin, sys.stderr
+    sys.stdin, sys.stderr = io.TextIOWrapper(io.BytesIO(data)), err
+    try:
+        code = main(argv, out=out)
+    finally:
+        sys.stdin, sys.stderr = old_in, old_err
+    if code == 2:
+        assert out.getvalue() == "" and len(err.getvalue().splitlines()) == 1
+    else:
+        assert code in (0, 3) and out.getvalue()  # 3: pack's result is over its budget
