@@ -17,13 +17,39 @@ def test_version_is_the_changelogs_latest() -> None:
 
 
 def test_errors_form_one_hierarchy() -> None:
-    for name in convomem.__all__:
-        obj = getattr(convomem, name)
-        if isinstance(obj, type) and issubclass(obj, Exception):
-            assert issubclass(obj, convomem.ConvomemError), name
-    assert issubclass(convomem.InvalidMessage, ValueError)
-    assert issubclass(convomem.ConfigError, ValueError)
-    assert issubclass(convomem.MissingDependency, ImportError)
+    """Every exception class convomem defines lives in convomem.errors, under ConvomemError."""
+    import inspect
+    import pkgutil
+
+    from convomem import errors
+
+    defined = [
+        obj
+        for name, obj in vars(errors).items()
+        if isinstance(obj, type)
+        and issubclass(obj, Exception)
+        and obj.__module__ == errors.__name__
+    ]
+    assert len(defined) >= 10
+    for cls in defined:
+        assert issubclass(cls, convomem.ConvomemError), cls
+    assert issubclass(errors.InvalidMessage, ValueError)
+    assert issubclass(errors.ConfigError, ValueError)
+    assert issubclass(errors.MissingDependency, ImportError)
+    # No other module defines a public exception class of its own (a private one used
+    # for control flow inside a module never escapes it).
+    for info in pkgutil.walk_packages(convomem.__path__, "convomem."):
+        if info.name == "convomem.__main__":
+            continue
+        module = __import__(info.name, fromlist=["_"])
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            public = not obj.__name__.startswith("_")
+            if issubclass(obj, BaseException) and obj.__module__ == info.name and public:
+                assert info.name == "convomem.errors", f"{obj} is defined in {info.name}"
+
+
+def test_the_root_is_small() -> None:
+    assert 25 <= len(convomem.__all__) <= 32
 
 
 def test_core_import_pulls_no_optional_dependency() -> None:
