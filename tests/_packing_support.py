@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from convomem.model import (
     Chunk,
     Message,
+    PinPolicy,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     group_pairs,
-    resolve_pins,
     validate_pairs,
 )
 from convomem.packing import REASONS, PackResult, countable_stub
@@ -101,11 +101,13 @@ PIN_SPECS = st.lists(
 
 
 def originals(result: PackResult) -> list[Message]:
-    """``kept`` without the synthetic messages (summary, stubs)."""
+    """``kept`` without the synthetic messages (summary, stubs), each repaired copy
+    replaced by the input message it stands for."""
     synthetic = {id(m) for m in result.stubs}
     if result.summary is not None:
         synthetic.add(id(result.summary))
-    return [m for m in result.kept if id(m) not in synthetic]
+    back = {id(copy): result.messages[i] for i, copy in result.repairs.items()}
+    return [back.get(id(m), m) for m in result.kept if id(m) not in synthetic]
 
 
 def check_invariants(
@@ -134,24 +136,63 @@ def check_invariants(
         assert d.kept == (d.index in kept_set)
         assert d.reason in REASONS
         assert d.id == messages[d.index].id
-    for i in resolve_pins(messages, pins):
+    for i in PinPolicy(pins).resolve(messages):
         d = decisions[i]
-        assert d.kept or d.reason in ("orphan", "unanswered"), (i, d)
+        assert d.kept or i in result.lost_pins, (i, d)  # a pin is sent, or reported lost
+    for i, reason in result.lost_pins.items():  # pins validity forced out are reported
+        assert not decisions[i].kept and decisions[i].reason == reason and not result.fits
+    for i, copy in result.repairs.items():  # a repaired copy only lost stray results
+        ids = copy.tool_result_ids()
+        assert copy.id == messages[i].id and i in idx and ids
+        assert set(ids) <= set(messages[i].tool_result_ids())
     assert result.token_count == tokenizer.count_messages(result.kept)
-    assert result.fits == (result.token_count <= result.budget)
+    valid = not result.lost_pins and not result.unstartable
+    assert result.fits == (result.token_count <= result.budget and valid)
     assert result.headroom == result.budget - result.token_count
     if not result.fits:
         forced = sum(
             tokenizer.count_message(messages[d.index]) for d in decisions if d.reason == "pinned"
         ) + tokenizer.count_messages(result.stubs)
-        assert forced > result.budget or any(d.reason == "min_keep" for d in decisions)
+        assert (
+            forced > result.budget
+            or not valid
+            or any(d.kept and d.reason in ("min_keep", "start_on") for d in decisions)
+        )
 
 
 # ------------------------------------------------------------------------------ oracles
 
 
+def repaired_forms(messages: Sequence[Message]) -> dict[int, Message]:
+    """Brute force over the whole list: the copy sent for each message that carries
+    results answering no call open at that point (made nowhere, or answered already),
+    when it also answers an open one (one that answers none is an orphan)."""
+    open_calls: set[str] = set()
+    out: dict[int, Message] = {}
+    for i, m in enumerate(messages):
+        ids = m.tool_result_ids()
+        answers = [r for r in dict.fromkeys(ids) if r in open_calls]
+        open_calls.difference_update(answers)
+        if answers and len(answers) < len(ids):
+            left = set(answers)
+            blocks = []
+            for b in m.blocks:
+                if isinstance(b, ToolResultBlock):
+                    if b.tool_use_id not in left:
+                        continue
+                    left.discard(b.tool_use_id)
+                blocks.append(b)
+            out[i] = m.replace(content=blocks, tokens=m.tokens)
+        open_calls.update(m.tool_use_ids())
+    return out
+
+
+def tool_free(m: Message) -> bool:
+    return m.role != "tool" and not m.has_tool_use() and not m.has_tool_result()
+
+
 def chunk_status(chunk: Chunk, unanswered: str, tokenizer: Any) -> tuple[bool, list[Message]]:
-    """(can be sent, stubs) of a chunk, decided naively."""
+    """(can be sent, stubs) of a chunk (its messages as they are sent), decided naively."""
     if chunk.orphan:
         return False, []
     stubs = [countable_stub(c, tokenizer) for c in sorted(chunk.pending)]
@@ -163,13 +204,25 @@ def chunk_status(chunk: Chunk, unanswered: str, tokenizer: Any) -> tuple[bool, l
 def oracle_chunks(
     messages: Sequence[Message], pins: Sequence[Any], tokenizer: Any, unanswered: str
 ) -> list[tuple[Chunk, bool, int]]:
-    """Sendable chunks as (chunk, pinned, cost), from group_pairs and resolve_pins."""
+    """Sendable chunks as (chunk, pinned, cost), from group_pairs and the Packer's pins
+    (``PinPolicy(pins)``: specs add to the system pin). A chunk holds the messages as
+    sent (``repaired_forms``); a pinned tool-free message of an unsendable chunk is sent
+    as a chunk of its own."""
+    pinned_at = PinPolicy(pins).resolve(messages)
+    repaired = repaired_forms(messages)
     out = []
-    for c in group_pairs(messages, resolve_pins(messages, pins)):
-        ok, stubs = chunk_status(c, unanswered, tokenizer)
+    for c in group_pairs(messages, pinned_at):
+        sent = Chunk([repaired.get(i, messages[i]) for i in c.indices], list(c.indices),
+                     c.pinned, pending=set(c.pending), orphan=c.orphan)  # fmt: skip
+        ok, stubs = chunk_status(sent, unanswered, tokenizer)
         if ok:
-            cost = tokenizer.count_messages(c.messages) + tokenizer.count_messages(stubs)
-            out.append((c, c.pinned, cost))
+            cost = tokenizer.count_messages(sent.messages) + tokenizer.count_messages(stubs)
+            out.append((sent, c.pinned, cost))
+            continue
+        for i in c.indices:
+            if i in pinned_at and tool_free(messages[i]):
+                single = Chunk([messages[i]], [i], True)
+                out.append((single, True, tokenizer.count_message(messages[i])))
     return out
 
 

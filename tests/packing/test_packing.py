@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from _packing_support import PIN_SPECS, check_invariants, histories, originals
 from convomem.errors import ConfigError, ConvomemError, InvalidMessage, TokenizerError
-from convomem.model import Message, ToolResultBlock, ToolUseBlock, resolve_pins, validate_pairs
+from convomem.model import Message, PinPolicy, ToolResultBlock, ToolUseBlock, validate_pairs
 from convomem.packing import (
     Call,
     ChunkStrategy,
@@ -25,7 +25,7 @@ from convomem.packing import (
     Selection,
     Strategy,
 )
-from convomem.packing.table import _MinTree
+from convomem.packing.mintree import MinTree as _MinTree
 from convomem.strategies import FirstFit, Importance, MaxTurns, Recency
 from convomem.tokens import ApproxTokenizer, Tokenizer, get_tokenizer
 
@@ -121,7 +121,7 @@ def test_a_reused_packer_returns_what_a_fresh_one_returns(
         assert fingerprint(got) == fingerprint(fresh)
         for a, b in zip(originals(got), originals(fresh), strict=True):
             assert a is b  # the caller's objects, never cached copies
-        check_invariants(messages, got, pins=pins, tokenizer=GIVEN)
+        check_invariants(messages, got, pins=PinPolicy(pins).specs, tokenizer=GIVEN)
 
 
 def test_kept_are_the_callers_objects_after_a_rebuild() -> None:
@@ -214,14 +214,16 @@ def test_no_orphan_result_mid_list() -> None:
 
 
 def test_already_orphaned_results_are_dropped_even_when_pinned() -> None:
-    """convopack keeps tool results that arrive without their call."""
+    """convopack keeps tool results that arrive without their call. A pinned one cannot be
+    sent either: the result says so (``fits`` False, ``lost_pins``, ``explain``)."""
     ms = [msg("u", "user", 5), result("r", 5, "gone"), msg("a", "assistant", 5)]
-    r = Packer(budget=1_000, tokenizer=GIVEN, pin=("system", "tool_results")).pack(ms)
+    r = Packer(budget=1_000, tokenizer=GIVEN, pin=("tool_results",)).pack(ms)
     assert [m.id for m in r.kept] == ["u", "a"]
     assert r.decisions[1].reason == "orphan"
-    stray = Message("t", "tool", 5, content=[ToolResultBlock("x", "ok"), ToolResultBlock("x", "2")])
-    r = Packer(budget=1_000, tokenizer=GIVEN).pack([call("c", 5, "x"), stray, msg("a", "user", 1)])
-    assert [m.id for m in r.kept] == ["a"] and r.decisions[0].reason == "orphan"
+    assert r.lost_pins == {1: "orphan"} and not r.fits and r.token_count <= r.budget
+    head = r.explain().splitlines()[0]
+    assert "DOES NOT FIT" in head and "1 pinned message(s) not sent" in head and "'r'" in head
+    assert "(PINNED: not sent)" in r.explain()
 
 
 # --------------------------------------------------------------------------- the API
@@ -352,7 +354,7 @@ def test_user_strategies_are_kept_valid_and_pinned(
 ) -> None:
     r = Packer(budget=10_000, tokenizer=GIVEN, strategy=KeepRandom(seed), pin=pins,
                unanswered=unanswered).pack(messages)  # fmt: skip
-    check_invariants(messages, r, pins=pins, tokenizer=GIVEN)
+    check_invariants(messages, r, pins=PinPolicy(pins).specs, tokenizer=GIVEN)
 
 
 def test_user_strategy_sees_a_valid_list_with_pins() -> None:
@@ -448,8 +450,12 @@ def test_pack_anthropic() -> None:
         {"role": "assistant", "content": "The answer is 42."},
         {"role": "user", "content": "thanks"},
     ]  # fmt: skip
+    # The newest chunks that fit start with the tool call: the request must start with
+    # a user turn, so they are dropped ("start_on") and the request starts at "thanks".
     system, out = Packer(budget=100).pack_anthropic(messages, system="be brief")
     assert system == "be brief"
+    assert out == [{"role": "user", "content": "thanks"}]
+    system, out = Packer(budget=100).pack_anthropic(messages, system="be brief", start_on=None)
     assert [(d["role"], d["content"][0]["type"]) for d in out[:2]] == [
         ("assistant", "tool_use"),
         ("user", "tool_result"),
@@ -601,7 +607,8 @@ def test_incremental_pins_match_resolve_pins(
     packer.pack(messages[:cut])
     r = packer.pack(messages)
     pinned = {d.index for d in r.decisions if d.reason == "pinned"}
-    fresh = ChunkTable.build(messages, tokenizer=GIVEN, pinned_indices=resolve_pins(messages, pins))
+    pins_at = PinPolicy(pins).resolve(messages)
+    fresh = ChunkTable.build(messages, tokenizer=GIVEN, pinned_indices=pins_at)
     expected = {i for p in fresh.pinned_positions() for i in fresh.chunks[p].indices}
     assert pinned == expected
 

@@ -1,40 +1,21 @@
 """Packing: decide which messages of a list are sent under a token budget."""
 
-from .packer import (
-    Packer,
-)
+from .classify import OK, ORPHAN, STUBBED, UNANSWERED, Stubber, Unanswered, countable_stub
+from .packer import Packer
 from .plan import (
     Call,
-    ChunkStrategy,
-    Pipeline,
     PlanGen,
     Selection,
-    Stage,
+    StartOn,
     Strategy,
-    Window,
-    as_strategy,
     assemble,
     run_plan,
     run_plan_async,
-    runs_of,
 )
-from .result import (
-    REASONS,
-    Decision,
-    PackResult,
-    check_budget,
-)
-from .table import (
-    OK,
-    ORPHAN,
-    STUBBED,
-    UNANSWERED,
-    ChunkTable,
-    Placement,
-    Stubber,
-    Unanswered,
-    countable_stub,
-)
+from .provider import PackedAnthropic, PackedOpenAI
+from .result import REASONS, Decision, PackResult, check_budget
+from .stages import ChunkStrategy, Pipeline, Stage, Window, as_strategy, runs_of
+from .table import ChunkTable, Placement
 
 __all__ = [
     "OK",
@@ -47,12 +28,15 @@ __all__ = [
     "ChunkTable",
     "Decision",
     "PackResult",
+    "PackedAnthropic",
+    "PackedOpenAI",
     "Packer",
     "Pipeline",
     "Placement",
     "PlanGen",
     "Selection",
     "Stage",
+    "StartOn",
     "Strategy",
     "Stubber",
     "Unanswered",

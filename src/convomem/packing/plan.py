@@ -1,4 +1,4 @@
-"""Strategies and stages: the protocol, the I/O plan, selections and pipelines."""
+"""The strategy protocol, the I/O plan a stage yields, and how a selection becomes a result."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import inspect
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from .._io import adrive, drive
-from ..errors import ConfigError, ConvomemError
-from ..model import Message
-from ..tokens import Tokenizer, get_tokenizer
-from .result import PackResult, _Positions, check_budget
-from .table import ORPHAN, ChunkTable, Placement, _as_messages, _check_unanswered
+from ..errors import AsyncSummarizerError
+from ..model import Message, starts_turn
+from ..tokens import Tokenizer
+from .classify import TableChunk, count_one
+from .result import PackResult
+from .table import ORPHAN, ChunkTable, Placement, lost_pins, sent_messages
+
+StartOn: TypeAlias = Literal["user"] | None
 
 # --------------------------------------------------------------------------- protocol
 
@@ -88,7 +91,7 @@ def _run_awaitable(result: Awaitable[Any], call: Call) -> Any:
     if callable(close):
         close()  # never awaited: avoid the "coroutine was never awaited" warning
     what = call.what or getattr(call.fn, "__qualname__", repr(call.fn))
-    raise RuntimeError(
+    raise AsyncSummarizerError(
         f"{what} is async and an event loop is running: use `await packer.pack_async(...)` "
         "(or the strategy's pack_async) instead of pack()"
     )
@@ -120,6 +123,8 @@ class Selection:
     too (reason ``"pinned"``). Other free chunks are dropped with ``dropped[p]`` or
     ``default``. ``notes`` (input index -> reason) and ``ranges`` (``(lo, hi, reason)``
     over input indices) explain messages removed by earlier stages; earlier entries win.
+    ``lost`` (input index -> reason) records pinned messages earlier stages found
+    unsendable (a pinned tool result without its call).
     """
 
     table: ChunkTable
@@ -130,39 +135,123 @@ class Selection:
     placement: Placement = "head"
     notes: dict[int, str] = field(default_factory=dict)
     ranges: list[tuple[int, int, str]] = field(default_factory=list)
+    lost: dict[int, str] = field(default_factory=dict)
 
 
-def _note_bad(table: ChunkTable, notes: dict[int, str]) -> None:
+def _note_bad(table: ChunkTable, notes: dict[int, str], lost: dict[int, str]) -> None:
+    """Record why the unsendable chunks' messages are dropped, and the pins they lose."""
     chunks = table.chunks
     status = table.status
     for p in table.bad_positions():
         reason = "orphan" if status[p] == ORPHAN else "unanswered"
-        for i in chunks[p].indices:
+        c = chunks[p]
+        for i in c.indices:
             notes.setdefault(i, reason)
+        for i in lost_pins(c):
+            lost.setdefault(i, reason)
 
 
-def assemble(sel: Selection, budget: int, strategy: str = "") -> PackResult:
-    """Turn a selection into a ``PackResult`` (pins added, stubs and summary placed)."""
+def _turn_before(table: ChunkTable, p: int) -> int:
+    """The nearest free position before ``p`` whose chunk starts a turn, or -1."""
+    chunks, free = table.chunks, table.free
+    q = p - 1
+    while q >= 0 and not (free[q] and starts_turn(chunks[q].messages[0])):
+        q -= 1
+    return q
+
+
+def _start_on_user(
+    table: ChunkTable,
+    chosen: dict[int, str],
+    pinned: list[int],
+    explicit: dict[int, str],
+    lost: dict[int, str],
+) -> list[int]:
+    """Make the kept list start, after its system messages, at a user turn.
+
+    Kept chunks before the first kept turn are dropped (``"start_on"``). When no kept
+    chunk starts a turn, or a pinned chunk comes before the first that does, the nearest
+    earlier chunk that starts one is kept in front (reason ``"start_on"``, even over
+    budget), so the newest exchange and every pin stay. A pinned chunk with no turn
+    before it cannot be sent (``lost``). Returns the pinned positions still kept.
+    """
+    chunks = table.chunks
+    pin_set = set(pinned)
+
+    def drop_before(kept: list[int], stop: int) -> None:
+        for p in kept:
+            if p >= stop:
+                break
+            if p in pin_set:
+                pin_set.discard(p)
+                for i in lost_pins(chunks[p]) or chunks[p].indices:  # a moving pin too
+                    lost.setdefault(i, "start_on")
+            else:
+                del chosen[p]
+            for i in chunks[p].indices:
+                explicit[i] = "start_on"
+
+    while True:
+        kept = [p for p in sorted(chain(pin_set, chosen)) if chunks[p].messages[0].role != "system"]
+        if not kept:
+            break
+        turn = next((p for p in kept if starts_turn(chunks[p].messages[0])), -1)
+        first_pin = next((p for p in kept if p in pin_set), -1)
+        if turn >= 0 and (first_pin < 0 or turn <= first_pin):
+            drop_before(kept, turn)
+            break
+        anchor = first_pin if first_pin >= 0 else kept[-1]  # a chunk that must stay
+        q = _turn_before(table, anchor)
+        if q >= 0:
+            chosen[q] = "start_on"
+            drop_before(kept, q)
+            break
+        drop_before(kept, anchor + 1)  # nothing up to the anchor can start the list
+    return [p for p in pinned if p in pin_set]
+
+
+def assemble(
+    sel: Selection, budget: int, strategy: str = "", *, start_on: StartOn = None
+) -> PackResult:
+    """Turn a selection into a ``PackResult`` (pins added, stubs and summary placed).
+
+    With ``start_on="user"`` the kept list starts, after its system messages, at a user
+    turn (``model.starts_turn``), as the Anthropic API requires.
+    """
     table = sel.table
     msgs = table.messages
     chunks = table.chunks
     cost = table.cost
     stubs = table.stubs
+    explicit: dict[int, str] = dict(sel.notes)
+    lost: dict[int, str] = dict(sel.lost)
+    _note_bad(table, explicit, lost)
     pinned = table.pinned_positions()
     chosen = sel.kept
+    if start_on is not None and (chosen or pinned):
+        chosen = dict(chosen)
+        pinned = _start_on_user(table, chosen, pinned, explicit, lost)
     positions = sorted(chain(pinned, chosen)) if chosen else pinned
     pin_set = set(pinned)
+    unstartable = False
+    if start_on is not None and any(r == "start_on" for r in explicit.values()):
+        unstartable = all(chunks[p].messages[0].role == "system" for p in positions)
     kept: list[Message] = []
     kept_idx: list[int] = []
     kept_reason: list[str] = []
     all_stubs: list[Message] = []
+    repairs: dict[int, Message] = {}
     tokens = 0
     getitem = msgs.__getitem__
     for p in positions:
         c = chunks[p]
         idx = c.indices
         kept_idx.extend(idx)
-        kept.extend(map(getitem, idx))
+        if isinstance(c, TableChunk) and c.repairs:
+            kept.extend(sent_messages(c, msgs))
+            repairs.update(c.repairs)
+        else:
+            kept.extend(map(getitem, idx))
         reason = "pinned" if p in pin_set else chosen[p]
         kept_reason.extend([reason] * len(idx))
         tokens += cost[p]
@@ -172,14 +261,12 @@ def assemble(sel: Selection, budget: int, strategy: str = "") -> PackResult:
             all_stubs.extend(sb)
     summary = sel.summary
     if summary is not None:
-        tokens += table.tokenizer.count_message(summary)
+        tokens += count_one(table.tokenizer, summary)
         at = 0
         if sel.placement == "after_system":
             while at < len(kept) and kept[at].role == "system":
                 at += 1
         kept.insert(at, summary)
-    explicit: dict[int, str] = dict(sel.notes)
-    _note_bad(table, explicit)
     for p, reason in sel.dropped.items():
         if p not in pin_set and p not in chosen:
             for i in chunks[p].indices:
@@ -198,328 +285,8 @@ def assemble(sel: Selection, budget: int, strategy: str = "") -> PackResult:
         ranges=sel.ranges,
         default_reason=sel.default,
         strategy=strategy,
-    )
-
-
-# ------------------------------------------------------------------------- strategies
-
-
-class ChunkStrategy:
-    """Base of the built-in strategies: decide over a ``ChunkTable``.
-
-    Subclasses implement ``select(table, budget) -> Selection`` (pure logic), or
-    ``plan(table, budget)``, a generator that may ``yield Call(...)`` for I/O and
-    returns a ``Selection``. ``pack`` / ``pack_async`` (the ``Strategy`` protocol)
-    chunk and count the messages afresh; a ``Packer`` reuses its table across calls.
-
-    Patterns: a summarizing stage runs ``Recency().select(table, budget - reserve)``,
-    yields one ``Call`` to its summarizer, and returns the selection with ``summary``,
-    ``placement`` and ``default="summarized"``. A dedup stage marks duplicates, runs
-    ``sel = yield from fallback.plan(table.subset(rest), budget)`` and records the
-    duplicates' input indices in ``sel.notes`` (reason ``"duplicate"``). Per-chunk
-    values worth keeping across calls go in ``table.memo(self)``.
-    """
-
-    name: str = "chunk"
-
-    def select(self, table: ChunkTable, budget: int) -> Selection:
-        raise NotImplementedError(f"{type(self).__name__} must implement select() or plan()")
-
-    def plan(self, table: ChunkTable, budget: int) -> PlanGen:
-        """The decision as a generator (no I/O by default)."""
-        return self.select(table, budget)
-        yield  # pragma: no cover - makes this a generator
-
-    def _table(
-        self,
-        messages: Sequence[Message],
-        budget: int,
-        tokenizer: str | Tokenizer,
-        pinned_indices: Iterable[int],
-        unanswered: str,
-    ) -> ChunkTable:
-        check_budget(budget)
-        msgs = _as_messages(messages)
-        n = len(msgs)
-        pins = set()
-        for i in pinned_indices:
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise ConfigError(f"pinned_indices: {i!r} is not an index")
-            j = i + n if i < 0 else i
-            if 0 <= j < n:
-                pins.add(j)
-        return ChunkTable.build(
-            msgs,
-            tokenizer=get_tokenizer(tokenizer),
-            pinned_indices=pins,
-            unanswered=_check_unanswered(unanswered),
-        )
-
-    def pack(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: int,
-        tokenizer: str | Tokenizer = "approx",
-        pinned_indices: Iterable[int] = (),
-        unanswered: str = "drop",
-    ) -> PackResult:
-        """Decide for ``messages`` (chunked and counted afresh)."""
-        table = self._table(messages, budget, tokenizer, pinned_indices, unanswered)
-        return assemble(run_plan(self.plan(table, budget)), budget, self.name)
-
-    async def pack_async(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: int,
-        tokenizer: str | Tokenizer = "approx",
-        pinned_indices: Iterable[int] = (),
-        unanswered: str = "drop",
-    ) -> PackResult:
-        """``pack`` for event loops: I/O calls awaited, sync ones off the loop."""
-        table = self._table(messages, budget, tokenizer, pinned_indices, unanswered)
-        return assemble(await run_plan_async(self.plan(table, budget)), budget, self.name)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-
-class Window:
-    """A pre-filter stage over chunks: keeps some free chunks, drops the rest.
-
-    Subclasses implement ``apply(table) -> (keep, runs)``: ``keep`` is the sorted list
-    of free positions kept, ``runs`` the ``(first, last)`` position pairs of maximal
-    runs of dropped free chunks (no kept free chunk inside a run). Pinned chunks are
-    never dropped by a window.
-    """
-
-    reason: str = "filtered"
-    name: str = "window"
-
-    def apply(self, table: ChunkTable) -> tuple[list[int], list[tuple[int, int]]]:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-
-def runs_of(dropped: Iterable[int], free: bytearray) -> list[tuple[int, int]]:
-    """Group sorted dropped free positions into runs not broken by a kept free chunk."""
-    runs: list[tuple[int, int]] = []
-    first = last = -1
-    for p in dropped:
-        if first >= 0:
-            # a kept free chunk between last and p breaks the run
-            if any(free[q] for q in range(last + 1, p)):
-                runs.append((first, last))
-                first = p
-        else:
-            first = p
-        last = p
-    if first >= 0:
-        runs.append((first, last))
-    return runs
-
-
-Stage: TypeAlias = "Window | Strategy | ChunkStrategy | Callable[[list[Message]], list[Message]]"
-"""What a stage list may hold: windows and plain functions, then one budget strategy."""
-
-
-def _stage_name(stage: object) -> str:
-    if isinstance(stage, Window | ChunkStrategy | Strategy):
-        return str(stage.name)
-    return str(getattr(stage, "__qualname__", None) or repr(stage))
-
-
-class _Foreign(ChunkStrategy):
-    """Runs a user ``Strategy`` on the sendable messages and enforces pairs and pins."""
-
-    def __init__(self, strategy: Strategy) -> None:
-        self.strategy = strategy
-        self.name = strategy.name
-
-    def plan(self, table: ChunkTable, budget: int) -> PlanGen:
-        msgs = table.messages
-        pin_set = set(table.pinned_positions())
-        seq: list[Message] = []
-        owner: list[int] = []
-        for p in table.good_positions():
-            for i in table.chunks[p].indices:
-                seq.append(msgs[i])
-                owner.append(p)
-            for s in table.stubs.get(p, ()):
-                seq.append(s)
-                owner.append(p)
-        pins = [k for k, p in enumerate(owner) if p in pin_set]
-        kwargs = {"budget": budget, "tokenizer": table.tokenizer, "pinned_indices": pins}
-        afn = getattr(self.strategy, "pack_async", None)
-        result = yield Call(
-            self.strategy.pack,
-            (seq,),
-            kwargs,
-            async_fn=afn if callable(afn) else None,
-            offload=False,
-            what=f"strategy {self.name!r}",
-        )
-        if not isinstance(result, PackResult):
-            raise ConvomemError(
-                f"strategy {self.name!r}: pack() must return a PackResult, "
-                f"not {type(result).__name__}"
-            )
-        where = _Positions(seq)
-        summary = result.summary
-        placement: Placement = "head"
-        kept_count: dict[int, int] = {}
-        last = -1
-        for n, m in enumerate(result.kept):
-            if summary is not None and m is summary:
-                placement = "head" if n == 0 else "after_system"
-                continue
-            k = where.after(m, last)
-            if k < 0:
-                raise ConvomemError(
-                    f"strategy {self.name!r}: kept {m!r}, which is not one of the messages "
-                    "it was given, or is out of order; keep the original objects in order"
-                )
-            last = k
-            kept_count[owner[k]] = kept_count.get(owner[k], 0) + 1
-        reason_of = {d.index: d.reason for d in result.decisions}
-        first: dict[int, int] = {}
-        size: dict[int, int] = {}
-        for k, p in enumerate(owner):
-            first.setdefault(p, k)
-            size[p] = size.get(p, 0) + 1
-        sel = Selection(table, summary=summary, placement=placement)
-        for p in first:
-            if p in pin_set:
-                continue
-            reason = reason_of.get(first[p], "budget")
-            if kept_count.get(p, 0) == size[p]:
-                sel.kept[p] = reason
-            elif reason != "budget":
-                sel.dropped[p] = reason
-        return sel
-
-
-class Pipeline(ChunkStrategy):
-    """Stages run in order: windows and plain functions filter, the last stage packs.
-
-    ``Packer(strategy=[MaxTurns(20), my_filter, Recency()])`` builds one. A function
-    stage receives the messages still in play and must return a subsequence of them
-    (the same objects, in order); messages it removes get reason ``"filtered"``.
-    Pinned messages survive every stage.
-    """
-
-    def __init__(self, *stages: object) -> None:
-        if len(stages) == 1 and isinstance(stages[0], list | tuple):
-            stages = tuple(stages[0])
-        if not stages:
-            raise ConfigError("strategy=[]: give at least one stage, ending in a budget strategy")
-        *pre, last = stages
-        for s in pre:
-            if isinstance(s, ChunkStrategy | Strategy):
-                raise ConfigError(
-                    f"strategy: stage {s!r} is a budget strategy; only the last stage may "
-                    "enforce the budget (earlier stages are windows or functions)"
-                )
-            if not isinstance(s, Window) and not callable(s):
-                raise ConfigError(
-                    f"strategy: stage {s!r} is not a window, a function or a strategy"
-                )
-        self.stages: tuple[object, ...] = tuple(stages)
-        self._pre: tuple[object, ...] = tuple(pre)
-        self._last: ChunkStrategy = as_strategy(last)
-        self.name = " -> ".join(_stage_name(s) for s in stages)
-
-    def plan(self, table: ChunkTable, budget: int) -> PlanGen:
-        notes: dict[int, str] = {}
-        ranges: list[tuple[int, int, str]] = []
-        t = table
-        for stage in self._pre:
-            if isinstance(stage, Window):
-                keep, runs = stage.apply(t)
-                if not runs:
-                    continue
-                _note_bad(t, notes)
-                chunks = t.chunks
-                for a, b in runs:
-                    ranges.append((chunks[a].start, chunks[b].stop, stage.reason))
-                t = t.subset(sorted(chain(t.pinned_positions(), keep)))
-            else:
-                t = _run_filter(stage, t, notes)
-        sel = yield from self._last.plan(t, budget)
-        for i, r in sel.notes.items():
-            notes.setdefault(i, r)
-        sel.notes = notes
-        sel.ranges = ranges + sel.ranges
-        return sel
-
-    def __repr__(self) -> str:
-        return f"Pipeline({', '.join(map(repr, self.stages))})"
-
-
-def _run_filter(fn: object, t: ChunkTable, notes: dict[int, str]) -> ChunkTable:
-    assert callable(fn)
-    name = _stage_name(fn)
-    _note_bad(t, notes)
-    msgs = t.messages
-    pinned_idx: set[int] = set()
-    for p in t.pinned_positions():
-        pinned_idx.update(t.chunks[p].indices)
-    idx = [i for p in t.good_positions() for i in t.chunks[p].indices]
-    given = [msgs[i] for i in idx]
-    out = fn(list(given))
-    if isinstance(out, str | bytes) or not isinstance(out, Iterable):
-        raise ConvomemError(
-            f"stage {name}: must return a list of messages (a subsequence of its input), "
-            f"not {type(out).__name__}"
-        )
-    where = _Positions(given)
-    chosen: set[int] = set()
-    last = -1
-    for j, m in enumerate(out):
-        k = where.after(m, last)
-        if k < 0:
-            raise ConvomemError(
-                f"stage {name}: must return a subsequence of its input (the same Message "
-                f"objects, in order); item {j} ({m!r}) is not"
-            )
-        last = k
-        chosen.add(idx[k])
-    keep = chosen | pinned_idx
-    for i in idx:
-        if i not in keep:
-            notes.setdefault(i, "filtered")
-    return ChunkTable.build(
-        msgs,
-        tokenizer=t.tokenizer,
-        pinned_indices=pinned_idx,
-        unanswered=t.unanswered,
-        stubber=t.stubber,
-        include=[i for i in idx if i in keep],
-    )
-
-
-def as_strategy(strategy: object) -> ChunkStrategy:
-    """Normalize a strategy option: a strategy, a stage list, or a user ``Strategy``."""
-    if isinstance(strategy, list | tuple):
-        return Pipeline(*strategy)
-    if isinstance(strategy, Window):
-        raise ConfigError(
-            f"strategy={strategy!r}: a window only filters; end a stage list with a budget "
-            f"strategy, e.g. strategy=[{strategy!r}, Recency()]"
-        )
-    if isinstance(strategy, ChunkStrategy):
-        return strategy
-    if isinstance(strategy, Strategy):
-        return _Foreign(strategy)
-    if callable(strategy):
-        raise ConfigError(
-            f"strategy={strategy!r}: a plain function only filters; end a stage list with a "
-            "budget strategy, e.g. strategy=[my_filter, Recency()]"
-        )
-    raise ConfigError(
-        f"strategy={strategy!r}: expected a strategy (name + pack()), or a list of stages "
-        "ending in one"
+        repairs=repairs,
+        lost_pins=lost,
+        counts=table.counts,
+        unstartable=unstartable,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -25,6 +26,7 @@ REASONS: Final = (
     "max_age",
     "head_tail",
     "filtered",
+    "start_on",
 )
 """Every reason a built-in stage gives for keeping or dropping a message."""
 
@@ -75,14 +77,21 @@ class PackResult:
     """What a strategy decided: ``kept`` is what to send, in order.
 
     ``kept`` and ``dropped`` hold the original message objects in their original order.
-    The only synthetic messages are ``summary`` (if any) and the ``stubs`` answering
-    calls that were never answered (``unanswered="stub"``); both are in ``kept``.
+    The synthetic messages in ``kept`` are ``summary`` (if any), the ``stubs`` answering
+    calls that were never answered (``unanswered="stub"``) and the ``repaired`` copies:
+    a tool message that also carried results answering no call is sent without them, in
+    its own place (``repairs`` maps its input index to the copy).
     ``token_count`` is the tokenizer's count of ``kept``; ``headroom`` is
-    ``budget - token_count`` (negative when pins or ``min_keep`` forced an overflow).
-    ``dropped`` and ``decisions`` are computed on first access.
+    ``budget - token_count`` (negative when pins, ``min_keep`` or ``start_on`` forced an
+    overflow). ``lost_pins`` maps the input index of each pinned message that could not
+    be sent (a pinned tool result without its call...) to the reason; ``unstartable`` is
+    True when ``start_on`` found no user turn to start on; ``fits`` is False in both
+    cases too, and ``problems()`` and ``explain()`` say why. ``dropped`` and ``decisions``
+    are computed on first access.
     """
 
     __slots__ = (
+        "_counts",
         "_decisions",
         "_default",
         "_dropped",
@@ -94,10 +103,13 @@ class PackResult:
         "_tokenizer",
         "budget",
         "kept",
+        "lost_pins",
+        "repairs",
         "strategy",
         "stubs",
         "summary",
         "token_count",
+        "unstartable",
     )
 
     def __init__(
@@ -116,6 +128,10 @@ class PackResult:
         ranges: Sequence[tuple[int, int, str]] = (),
         default_reason: str = "budget",
         strategy: str = "",
+        repairs: Mapping[int, Message] | None = None,
+        lost_pins: Mapping[int, str] | None = None,
+        counts: Sequence[int] | None = None,
+        unstartable: bool = False,
     ) -> None:
         self._messages = messages
         self.kept = kept
@@ -132,6 +148,10 @@ class PackResult:
         self.strategy = strategy
         self._dropped: list[Message] | None = None
         self._decisions: list[Decision] | None = None
+        self.repairs: dict[int, Message] = dict(repairs) if repairs else {}
+        self.lost_pins: dict[int, str] = dict(sorted(lost_pins.items())) if lost_pins else {}
+        self._counts = counts
+        self.unstartable = unstartable
 
     @classmethod
     def from_kept(
@@ -191,8 +211,24 @@ class PackResult:
 
     @property
     def fits(self) -> bool:
-        """True when ``token_count <= budget``."""
-        return self.token_count <= self.budget
+        """True when ``token_count <= budget``, every pinned message is sent and, with
+        ``start_on``, there is a user turn to start on."""
+        return self.token_count <= self.budget and not self.lost_pins and not self.unstartable
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The input messages (the list that was packed)."""
+        return self._messages
+
+    @property
+    def kept_indices(self) -> list[int]:
+        """Input indices of the kept input messages, in order (repaired ones included)."""
+        return self._kept_idx
+
+    @property
+    def repaired(self) -> tuple[Message, ...]:
+        """The repaired copies in ``kept``, in input order."""
+        return tuple(self.repairs[i] for i in sorted(self.repairs))
 
     @property
     def headroom(self) -> int:
@@ -221,7 +257,9 @@ class PackResult:
         """One ``Decision`` per input message, in input order."""
         if self._decisions is None:
             kept = dict(zip(self._kept_idx, self._kept_reason, strict=True))
-            count = self._tokenizer.count_message
+            counts = self._counts
+            if counts is None or len(counts) != len(self._messages):
+                counts = list(map(self._tokenizer.count_message, self._messages))
             out = []
             for i, m in enumerate(self._messages):
                 r = kept.get(i)
@@ -232,7 +270,7 @@ class PackResult:
                         m.role,
                         r is not None,
                         r if r is not None else self._drop_reason(i),
-                        count(m),
+                        counts[i],
                     )
                 )
             self._decisions = out
@@ -245,10 +283,42 @@ class PackResult:
             counts[d.reason] = counts.get(d.reason, 0) + 1
         return counts
 
+    def problems(self) -> list[str]:
+        """Why the result does not fit, one sentence each (empty when it fits)."""
+        out: list[str] = []
+        if self.unstartable:
+            out.append("no user turn to start on: only system messages are kept")
+        if self.lost_pins:
+            by: dict[str, list[str]] = {}
+            for i, reason in self.lost_pins.items():
+                by.setdefault(reason, []).append(self._messages[i].id)
+            for reason, ids in by.items():
+                why = _LOST.get(reason, reason)
+                out.append(f"{len(ids)} pinned message(s) not sent ({why}): {_ids(ids)}")
+        if self.token_count > self.budget:
+            over = self.token_count - self.budget
+            ds = self.decisions
+            pinned = sum(d.tokens for d in ds if d.kept and d.reason == "pinned")
+            causes = []
+            if pinned > self.budget:
+                causes.append(f"pinned messages alone need {pinned:,} tokens")
+            for reason, what in (
+                ("min_keep", "min_keep kept {n} message(s) that do not fit"),
+                ("start_on", "start_on kept {n} message(s) so the list starts on a user turn"),
+            ):
+                n = sum(1 for d in ds if d.kept and d.reason == reason)
+                if n:
+                    causes.append(what.format(n=n))
+            cause = "; ".join(causes) if causes else "the kept messages need more"
+            out.append(f"over budget by {over:,} tokens: {cause}")
+        return out
+
     def explain(self) -> str:
-        """The decisions as a readable table, with a one-line summary on top."""
+        """The decisions as a readable table, with a summary on top saying whether the
+        result fits and, when it does not, why."""
         ds = self.decisions
-        state = "fits" if self.fits else "OVER BUDGET"
+        problems = self.problems()
+        state = "fits" if not problems else "DOES NOT FIT: " + "; ".join(problems)
         lines = [
             f"{self.strategy or 'pack'}: kept {len(ds) - len(self.dropped)} of {len(ds)} "
             f"messages, {self.token_count:,} of {self.budget:,} tokens "
@@ -257,17 +327,24 @@ class PackResult:
         width = max([8, *(len(d.id) for d in ds[:10_000])])
         width = min(width, 40)
         lines.append(f"{'#':>6}  {'id':<{width}}  {'role':<9}  {'tokens':>6}  kept  reason")
+        lost = self.lost_pins
         for d in ds:
             ident = d.id if len(d.id) <= width else d.id[: width - 1] + "…"
+            reason = d.reason
+            if d.index in lost:
+                reason += " (PINNED: not sent)"
+            elif d.index in self.repairs:
+                reason += f" ({_stray(self._messages[d.index], self.repairs[d.index])})"
             lines.append(
                 f"{d.index:>6}  {ident:<{width}}  {d.role:<9}  {d.tokens:>6}  "
-                f"{'yes' if d.kept else 'no':<4}  {d.reason}"
+                f"{'yes' if d.kept else 'no':<4}  {reason}"
             )
         count = self._tokenizer.count_message
+        stubs = {id(s) for s in self.stubs}
         for m in self.kept:
             if m is self.summary:
                 what = "summary"
-            elif any(m is s for s in self.stubs):
+            elif id(m) in stubs:
                 what = "stub"
             else:
                 continue
@@ -280,3 +357,22 @@ class PackResult:
             f"PackResult(kept={len(self.kept)}, dropped={len(self._messages) - len(self._kept_idx)}"
             f", token_count={self.token_count}, budget={self.budget}, fits={self.fits})"
         )
+
+
+_LOST: Final = {
+    "orphan": "a tool result whose call is not in the list",
+    "unanswered": "part of a tool call that was never answered",
+    "start_on": "no user turn before it to start the list on",
+}
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:5])
+    return shown + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
+def _stray(original: Message, copy: Message) -> str:
+    """What a repaired copy left out."""
+    left = Counter(original.tool_result_ids()) - Counter(copy.tool_result_ids())
+    ids = ", ".join(repr(r) for r in sorted(left.elements()))
+    return f"sent repaired: results for {ids} answer no open call, left out"

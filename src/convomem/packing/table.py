@@ -2,30 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from itertools import accumulate
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from ..errors import ConfigError, InvalidMessage, TokenizerError
-from ..model import Chunk, ChunkBuilder, Message, stub_result, validate_pairs
-from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
+from ..errors import InvalidMessage
+from ..model import Chunk, ChunkBuilder, Message, stub_result
+from ..tokens import Tokenizer
+from .classify import (
+    OK,
+    ORPHAN,
+    STUBBED,
+    UNANSWERED,
+    Entry,
+    Stubber,
+    TableChunk,
+    Unanswered,
+    classify,
+    count_checked,
+    countable_stub,
+)
+from .mintree import INF
 
-Unanswered: TypeAlias = Literal["drop", "stub"]
 Placement: TypeAlias = Literal["head", "after_system"]
 
-# Chunk status in a ChunkTable.
-OK: Final = 0
-ORPHAN: Final = 1
-UNANSWERED: Final = 2
-STUBBED: Final = 3
-_INF: Final = 1 << 62
-
-
-def _check_unanswered(value: object) -> Unanswered:
-    if value not in ("drop", "stub"):
-        raise ConfigError(f"unanswered={value!r}: must be 'drop' or 'stub'")
-    return "drop" if value == "drop" else "stub"
+__all__ = [
+    "OK",
+    "ORPHAN",
+    "STUBBED",
+    "UNANSWERED",
+    "ChunkTable",
+    "Placement",
+    "Stubber",
+    "Unanswered",
+]
 
 
 def _as_messages(messages: object) -> list[Message]:
@@ -36,144 +47,39 @@ def _as_messages(messages: object) -> list[Message]:
 
 
 def _check_items(messages: Sequence[object], start: int = 0) -> None:
+    if start == 0 and set(map(type, messages)) <= {Message}:
+        return  # one C-level pass in the common case
     for i in range(start, len(messages)):
         m = messages[i]
         if type(m) is not Message and not isinstance(m, Message):
             raise InvalidMessage(f"messages[{i}]", m, "must be a Message")
 
 
-# ---------------------------------------------------------------------------- tables
+def sent_messages(chunk: Chunk, msgs: Sequence[Message]) -> list[Message]:
+    """The messages sent for ``chunk``: the caller's objects, repaired copies in place."""
+    repairs = chunk.repairs if isinstance(chunk, TableChunk) else None
+    if repairs:
+        return [repairs[i] if i in repairs else msgs[i] for i in chunk.indices]
+    return [msgs[i] for i in chunk.indices]
 
 
-class _MinTree:
-    """A min segment tree over chunk costs: the nearest chunk that fits in O(log n)."""
-
-    __slots__ = ("n", "size", "t")
-
-    def __init__(self) -> None:
-        self.size = 1
-        self.n = 0
-        self.t = [_INF, _INF]
-
-    def assign(self, lo: int, values: list[int], n: int) -> None:
-        """Leaves ``[lo, lo + len(values))`` get ``values``; leaves from ``n`` on are unused."""
-        old_n = self.n
-        if n > self.size:
-            size = self.size
-            while size < n:
-                size *= 2
-            leaves = self.t[self.size : self.size + lo] + values
-            self.size = size
-            self.n = n
-            self.t = [_INF] * (2 * size)
-            self.t[size : size + len(leaves)] = leaves
-            self._fix(0, len(leaves))
-            return
-        t = self.size
-        hi = max(old_n, lo + len(values))
-        self.t[t + lo : t + lo + len(values)] = values
-        if old_n > n:
-            self.t[t + n : t + old_n] = [_INF] * (old_n - n)
-        self.n = n
-        self._fix(lo, hi)
-
-    def _fix(self, lo: int, hi: int) -> None:
-        """Recompute the parents of leaves ``[lo, hi)``."""
-        if lo >= hi:
-            return
-        t = self.t
-        lo += self.size
-        hi += self.size
-        while lo > 1:
-            lo //= 2
-            hi = (hi + 1) // 2
-            t[lo:hi] = map(min, t[2 * lo : 2 * hi : 2], t[2 * lo + 1 : 2 * hi : 2])
-
-    def prev_le(self, j: int, r: int) -> int:
-        """The largest ``i < j`` whose value is ``<= r``, or -1."""
-        if j <= 0:
-            return -1
-        t = self.t
-        size = self.size
-        i = min(j, self.size) - 1 + size
-        while True:
-            if t[i] <= r:
-                while i < size:
-                    i = 2 * i + 1
-                    if t[i] > r:
-                        i -= 1
-                return i - size
-            while not i & 1:
-                i >>= 1
-            if i == 1:
-                return -1
-            i -= 1
-
-    def next_le(self, j: int, r: int) -> int:
-        """The smallest ``i >= j`` whose value is ``<= r``, or -1."""
-        if j >= self.n:
-            return -1
-        t = self.t
-        size = self.size
-        i = j + size
-        while True:
-            if t[i] <= r:
-                while i < size:
-                    i = 2 * i
-                    if t[i] > r:
-                        i += 1
-                return i - size
-            while i & 1:
-                i >>= 1
-            if i == 0:
-                return -1
-            i += 1
-
-
-Stubber: TypeAlias = Callable[[str], Message]
-
-
-def countable_stub(call_id: str, tokenizer: Tokenizer) -> Message:
-    """``chunks.stub_result(call_id)``, with a token count when the tokenizer needs one.
-
-    The ``given`` tokenizer cannot count a message without ``tokens``; a stub is text
-    convomem wrote, so it is estimated with the tokenizer's text count plus overhead.
-    """
-    stub = stub_result(call_id)
-    try:
-        tokenizer.count_message(stub)
-    except TokenizerError:
-        stub = stub.replace(tokens=tokenizer.count(stub.countable_text()) + PER_MESSAGE_TOKENS)
-    return stub
-
-
-def _classify(
-    chunk: Chunk, unanswered: Unanswered, stubber: Stubber, tokenizer: Tokenizer
-) -> tuple[int, int, tuple[Message, ...]]:
-    """A chunk's status, cost (stubs included) and stubs."""
-    if chunk.orphan:
-        return ORPHAN, chunk.tokens, ()
-    if chunk.pending:
-        if unanswered == "drop":
-            return UNANSWERED, chunk.tokens, ()
-        stubs = tuple(stubber(c) for c in sorted(chunk.pending))
-        if validate_pairs([*chunk.messages, *stubs]):
-            return ORPHAN, chunk.tokens, ()
-        return STUBBED, chunk.tokens + tokenizer.count_messages(stubs), stubs
-    if len(chunk.messages) > 1 and validate_pairs(chunk.messages):
-        return ORPHAN, chunk.tokens, ()  # carries a result that answers no open call
-    return OK, chunk.tokens, ()
+def lost_pins(chunk: Chunk) -> tuple[int, ...]:
+    """Input indices pinned in ``chunk`` (all of them when the chunk is pinned whole)."""
+    if isinstance(chunk, TableChunk) and chunk.pinned_idx:
+        return chunk.pinned_idx
+    return tuple(chunk.indices) if chunk.pinned else ()
 
 
 class ChunkTable:
     """The chunks of a message list with their token costs, pins and tool-pair status.
 
     This is what ``ChunkStrategy`` subclasses decide over. Positions ``0..len-1`` are
-    chunks in order; ``cost[p]`` is the chunk's token count (stubs included);
+    chunks in order; ``cost[p]`` is the chunk's token count (stubs and repairs included);
     ``status[p]`` is ``OK``, ``ORPHAN``, ``UNANSWERED`` (never sent) or ``STUBBED``;
     ``free[p]`` is 1 for a chunk the strategy decides about (sendable and not pinned).
     Pinned sendable chunks are always kept. ``messages`` is the whole input list and
-    chunk indices refer to it. Treat every field as read-only.
+    chunk indices refer to it; ``counts[i]`` (when known) is message ``i``'s token count.
+    Treat every field as read-only.
     """
 
     messages: Sequence[Message]
@@ -196,6 +102,7 @@ class ChunkTable:
         tokenizer: Tokenizer,
         unanswered: Unanswered = "drop",
         stubber: Stubber = stub_result,
+        counts: Sequence[int] | None = None,
     ) -> None:
         self.messages = messages
         self.chunks = chunks
@@ -207,6 +114,7 @@ class ChunkTable:
         self.tokenizer = tokenizer
         self.unanswered: Unanswered = unanswered
         self.stubber = stubber
+        self.counts = counts
         self._pmin: list[int] | None = None
         self._smin: list[int] | None = None
         self._system: list[int] | None = None
@@ -222,35 +130,54 @@ class ChunkTable:
         unanswered: Unanswered = "drop",
         stubber: Stubber | None = None,
         include: Sequence[int] | None = None,
+        counts: Sequence[int] | None = None,
     ) -> ChunkTable:
-        """Chunk and count ``messages`` (or only the indices in ``include``) afresh."""
+        """Chunk and count ``messages`` (or only the indices in ``include``) afresh.
+
+        ``counts`` (one per message of ``messages``) are used instead of counting again.
+        """
         if stubber is None:
             stubber = partial(countable_stub, tokenizer=tokenizer)
         pins = set(pinned_indices)
         if include is None:
             _check_items(messages)
+        if counts is None:
+            if include is None:
+                counts = count_checked(tokenizer, messages)
+            else:
+                full = [0] * len(messages)
+                got = count_checked(tokenizer, [messages[i] for i in include])
+                for i, n in zip(include, got, strict=True):
+                    full[i] = n
+                counts = full
         builder = ChunkBuilder()
-        count = tokenizer.count_message
+        add = builder.add
         for i in range(len(messages)) if include is None else include:
-            m = messages[i]
-            builder.add(m, i, tokens=count(m), pinned=i in pins)
-        chunks = list(builder.chunks)
+            add(messages[i], i, tokens=counts[i], pinned=i in pins)
+        chunks: list[Chunk] = []
         cost: list[int] = []
         status: list[int] = []
-        free = bytearray(len(chunks))
+        free = bytearray()
         stubs: dict[int, tuple[Message, ...]] = {}
         pinned: list[int] = []
-        for p, c in enumerate(chunks):
-            st, n, sb = _classify(c, unanswered, stubber, tokenizer)
-            cost.append(n)
-            status.append(st)
-            if sb:
-                stubs[p] = sb
-            if st in (OK, STUBBED):
-                if c.pinned:
+        entries: list[Entry]
+        for c in builder.chunks:
+            if len(c.indices) == 1 and not c.pending and not c.orphan:
+                entries = [(c, OK, c.tokens, (), False)]
+            else:
+                entries = classify(c, messages, counts, pins.__contains__, unanswered,
+                                   stubber, tokenizer)  # fmt: skip
+            for chunk, st, n, sb, _candidate in entries:
+                p = len(chunks)
+                chunks.append(chunk)
+                cost.append(n)
+                status.append(st)
+                if sb:
+                    stubs[p] = sb
+                good = st in (OK, STUBBED)
+                if good and chunk.pinned:
                     pinned.append(p)
-                else:
-                    free[p] = 1
+                free.append(1 if good and not chunk.pinned else 0)
         return cls(
             messages,
             chunks,
@@ -262,6 +189,7 @@ class ChunkTable:
             tokenizer=tokenizer,
             unanswered=unanswered,
             stubber=stubber,
+            counts=counts,
         )
 
     def __len__(self) -> int:
@@ -310,6 +238,11 @@ class ChunkTable:
         msgs = self.messages
         return [msgs[i] for i in self.chunks[p].indices]
 
+    def sent_at(self, p: int) -> list[Message]:
+        """What is sent for chunk ``p``: its input messages with repaired copies in place
+        (stubs not included; they are ``stubs[p]``)."""
+        return sent_messages(self.chunks[p], self.messages)
+
     def prev_free(self, j: int) -> int:
         """The largest free position ``< j``, or -1."""
         free = self.free
@@ -328,7 +261,7 @@ class ChunkTable:
         return q if q < n else -1
 
     def _free_costs(self) -> list[int]:
-        return [c if f else _INF for c, f in zip(self.cost, self.free, strict=True)]
+        return [c if f else INF for c, f in zip(self.cost, self.free, strict=True)]
 
     def prev_fit(self, j: int, room: int) -> int:
         """The largest free position ``< j`` whose cost is ``<= room``, or -1."""
@@ -391,4 +324,5 @@ class ChunkTable:
             tokenizer=self.tokenizer,
             unanswered=self.unanswered,
             stubber=self.stubber,
+            counts=self.counts,
         )

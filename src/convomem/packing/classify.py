@@ -1,0 +1,259 @@
+"""What can be sent of each chunk: its status, its cost, and the copies sent in its place.
+
+A chunk from ``model.ChunkBuilder`` is classified once (the Packer's table keeps the
+result across calls):
+
+- ``OK``: sendable as it is, or with *repaired* copies: a tool message that answers an
+  open call and also carries results answering no open call (a call made nowhere, or one
+  answered already) is sent as a copy without those stray results, so the valid
+  exchange survives instead of being dropped whole;
+- ``STUBBED``: calls never answered get an error result (``unanswered="stub"``);
+- ``ORPHAN`` / ``UNANSWERED``: never sent. A message of such a chunk that carries no tool
+  block (a system prompt or a user message that arrived while a call was running) is
+  split off into a chunk of its own, a *candidate*: sent when it is pinned, otherwise
+  dropped with the chunk's reason.
+
+Token counts come from ``count_checked``: every count a tokenizer returns is checked
+(a non-negative int), so a broken custom tokenizer is a ``TokenizerError``, never a
+negative or fractional budget.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+
+from ..errors import ConfigError, TokenizerError
+from ..model import Block, Chunk, Message, ToolResultBlock, stub_result
+from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
+
+Unanswered: TypeAlias = Literal["drop", "stub"]
+Stubber: TypeAlias = Callable[[str], Message]
+
+# Chunk status in a ChunkTable.
+OK: Final = 0
+ORPHAN: Final = 1
+UNANSWERED: Final = 2
+STUBBED: Final = 3
+
+
+@dataclass(eq=False, repr=False)
+class TableChunk(Chunk):
+    """A chunk as a table holds it when it differs from the builder's.
+
+    ``messages`` are what is sent: ``repairs`` maps the input indices of repaired messages
+    to the copies in their place. ``pinned_idx`` lists the input indices pinned in it (for
+    an unsendable chunk: the pins it loses). The facts travel with the chunk, so every
+    table made from another (subsets, strategy views) keeps them.
+    """
+
+    repairs: dict[int, Message] | None = None
+    pinned_idx: tuple[int, ...] = ()
+
+
+Entry: TypeAlias = tuple[Chunk, int, int, tuple[Message, ...], bool]
+"""One table chunk: (chunk, status, cost, stubs, candidate); ``candidate`` marks a
+tool-free message split off an unsendable chunk (sent only when pinned)."""
+
+
+def check_unanswered(value: object) -> Unanswered:
+    if value not in ("drop", "stub") or not isinstance(value, str):
+        raise ConfigError(f"unanswered={value!r}: must be 'drop' or 'stub'")
+    return "drop" if value == "drop" else "stub"
+
+
+# ------------------------------------------------------------------------------ counting
+
+
+def _bad_count(tokenizer: Tokenizer, message: Message, n: object) -> TokenizerError:
+    name = getattr(tokenizer, "name", type(tokenizer).__name__)
+    return TokenizerError(
+        f"tokenizer {name!r} returned {n!r} ({type(n).__name__}) for message id="
+        f"{message.id!r}; a token count must be a non-negative integer"
+    )
+
+
+def _fix_counts(tokenizer: Tokenizer, messages: Sequence[Message], counts: list[Any]) -> None:
+    """Check each count in place: ints stay, integer-like objects (numpy) become ints."""
+    for k, n in enumerate(counts):
+        if n.__class__ is not int:
+            if isinstance(n, bool) or not hasattr(n, "__index__"):
+                raise _bad_count(tokenizer, messages[k], n)
+            n = counts[k] = operator.index(n)
+        if n < 0:
+            raise _bad_count(tokenizer, messages[k], n)
+
+
+def count_checked(tokenizer: Tokenizer, messages: Sequence[Message]) -> list[int]:
+    """Token counts of ``messages``, each a checked non-negative int.
+
+    Uses the tokenizer's batch ``count_many(messages)`` when it has one (built-in
+    tokenizers batch across threads), else ``count_message`` per message. A count that
+    is negative, fractional, None or not a number is a ``TokenizerError`` naming the
+    tokenizer, the message and the value.
+    """
+    if not messages:
+        return []
+    many = getattr(tokenizer, "count_many", None)
+    if len(messages) > 1 and callable(many):
+        got = many(messages)
+        counts: list[Any] = got if got.__class__ is list else list(got)
+        if len(counts) != len(messages):
+            name = getattr(tokenizer, "name", type(tokenizer).__name__)
+            raise TokenizerError(
+                f"tokenizer {name!r}: count_many returned {len(counts)} counts for "
+                f"{len(messages)} messages"
+            )
+    else:
+        counts = list(map(tokenizer.count_message, messages))
+    # One C-level pass in the common case; the slow check finds and names the culprit.
+    if set(map(type, counts)) != {int} or min(counts) < 0:
+        _fix_counts(tokenizer, messages, counts)
+    return counts
+
+
+def count_one(tokenizer: Tokenizer, message: Message) -> int:
+    """``count_checked`` for one message."""
+    n = tokenizer.count_message(message)
+    if n.__class__ is not int or n < 0:
+        box: list[Any] = [n]
+        _fix_counts(tokenizer, [message], box)
+        return int(box[0])
+    return n
+
+
+def countable_stub(call_id: str, tokenizer: Tokenizer) -> Message:
+    """``chunks.stub_result(call_id)``, with a token count when the tokenizer needs one.
+
+    The ``given`` tokenizer cannot count a message without ``tokens``; a stub is text
+    convomem wrote, so it is estimated with the tokenizer's text count plus overhead.
+    """
+    stub = stub_result(call_id)
+    try:
+        count_one(tokenizer, stub)
+    except TokenizerError:
+        stub = stub.replace(tokens=tokenizer.count(stub.countable_text()) + PER_MESSAGE_TOKENS)
+        count_one(tokenizer, stub)
+    return stub
+
+
+# -------------------------------------------------------------------------- classifying
+
+
+def is_tool_free(message: Message) -> bool:
+    """True for a message that neither calls a tool nor carries a result."""
+    if message.role == "tool":
+        return False
+    if message.content.__class__ is str:
+        return True
+    return not (message.has_tool_use() or message.has_tool_result())
+
+
+def _strip(message: Message, open_calls: set[str]) -> Message:
+    """``message`` without results answering no call in ``open_calls`` (answered ones leave
+    the set). A given ``tokens`` is kept: the copy carried less, so it is an upper bound."""
+    kept: list[Block] = []
+    for b in message.blocks:
+        if isinstance(b, ToolResultBlock):
+            if b.tool_use_id not in open_calls:
+                continue
+            open_calls.discard(b.tool_use_id)
+        kept.append(b)
+    return message.replace(content=kept, tokens=message.tokens)
+
+
+def repairs_of(chunk: Chunk, msgs: Sequence[Message]) -> dict[int, Message] | None:
+    """Copies without stray results for the messages of a valid chunk that carry some.
+
+    Computed from the input messages (not the chunk's own copies, if the builder made
+    any), so the Packer's answer does not depend on who stripped first.
+    """
+    open_calls: set[str] = set()
+    out: dict[int, Message] | None = None
+    for i in chunk.indices:
+        m = msgs[i]
+        if m.content.__class__ is str:
+            continue
+        ids = m.tool_result_ids()
+        if ids:
+            if len(ids) == 1 and ids[0] in open_calls:
+                open_calls.discard(ids[0])
+            elif len(set(ids)) == len(ids) and open_calls.issuperset(ids):
+                open_calls.difference_update(ids)
+            else:
+                if out is None:
+                    out = {}
+                out[i] = _strip(m, open_calls)
+        open_calls.update(m.tool_use_ids())
+    return out
+
+
+def classify(
+    chunk: Chunk,
+    msgs: Sequence[Message],
+    counts: Sequence[int],
+    pinned: Callable[[int], bool],
+    unanswered: Unanswered,
+    stubber: Stubber,
+    tokenizer: Tokenizer,
+) -> list[Entry]:
+    """The table chunks of one builder chunk (see the module docstring)."""
+    if chunk.orphan:
+        return split_bad(chunk, msgs, counts, pinned, ORPHAN)
+    if chunk.pending and unanswered == "drop":
+        return split_bad(chunk, msgs, counts, pinned, UNANSWERED)
+    repairs = repairs_of(chunk, msgs) if len(chunk.indices) > 1 else None
+    cost = chunk.tokens
+    if repairs:
+        for i, copy in repairs.items():
+            cost += count_one(tokenizer, copy) - counts[i]
+        chunk = TableChunk(
+            [repairs[i] if i in repairs else msgs[i] for i in chunk.indices],
+            list(chunk.indices),
+            chunk.pinned,
+            cost,
+            pending=set(chunk.pending),
+            repairs=repairs,
+        )
+    if not chunk.pending:
+        return [(chunk, OK, cost, (), False)]
+    stubs = tuple(stubber(c) for c in sorted(chunk.pending))
+    cost += sum(count_one(tokenizer, s) for s in stubs)
+    return [(chunk, STUBBED, cost, stubs, False)]
+
+
+def split_bad(
+    chunk: Chunk,
+    msgs: Sequence[Message],
+    counts: Sequence[int],
+    pinned: Callable[[int], bool],
+    status: int,
+) -> list[Entry]:
+    """An unsendable chunk: its tool-free messages as candidates, the rest as one chunk
+    that records which of its messages were pinned (the pins it loses)."""
+    out: list[Entry] = []
+    rest_idx: list[int] = []
+    for i in chunk.indices:
+        m = msgs[i]
+        if is_tool_free(m):
+            pin = pinned(i)
+            single = TableChunk([m], [i], pin, counts[i], pinned_idx=(i,) if pin else ())
+            out.append((single, OK if pin else status, counts[i], (), True))
+        else:
+            rest_idx.append(i)
+    rest = TableChunk(
+        [msgs[i] for i in rest_idx],
+        rest_idx,
+        False,
+        sum(counts[i] for i in rest_idx),
+        pending=set(chunk.pending),
+        orphan=chunk.orphan,
+        pinned_idx=tuple(filter(pinned, rest_idx)),
+    )
+    rest.pinned = bool(rest.pinned_idx)
+    out.append((rest, status, rest.tokens, (), False))
+    if len(out) > 1:
+        out.sort(key=lambda e: e[0].indices[0])
+    return out
