@@ -16,8 +16,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from convomem.errors import TokenizerError
-from convomem.model import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from convomem.model import (
+    ImageBlock,
+    Message,
+    OpaqueBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from convomem.tokens import (
+    FLAT_BLOCK_TOKENS,
     IMAGE_TOKENS,
     PER_MESSAGE_TOKENS,
     ApproxTokenizer,
@@ -36,7 +44,12 @@ def _sensitive(text: str) -> int:
 def oracle(m: Message) -> int:
     if m.tokens is not None:
         return m.tokens
-    return _sensitive(m.countable_text()) + PER_MESSAGE_TOKENS + IMAGE_TOKENS * m.image_count()
+    return (
+        _sensitive(m.countable_text())
+        + PER_MESSAGE_TOKENS
+        + IMAGE_TOKENS * m.image_count()
+        + FLAT_BLOCK_TOKENS * m.flat_cost_blocks()
+    )
 
 
 class Recording(BaseTokenizer):
@@ -71,6 +84,18 @@ _blocks = st.one_of(
     st.builds(ImageBlock, st.sampled_from(["u", "v"])),
     st.builds(ToolUseBlock, _ids, st.sampled_from(["f", "g"]), st.sampled_from([{}, {"a": 1}])),
     st.builds(ToolResultBlock, _ids, _small_text, st.booleans()),
+    st.builds(
+        OpaqueBlock,
+        st.sampled_from(["openai", "anthropic"]),
+        st.sampled_from(
+            [
+                {"type": "input_audio", "input_audio": {"data": "A", "format": "wav"}},
+                {"type": "thinking", "thinking": "ab", "signature": "s"},
+                {"type": "redacted_thinking", "data": "x"},
+                {"refusal": "a b"},
+            ]
+        ),
+    ),
 )
 _messages = st.builds(
     lambda role, content, name, tokens: Message(

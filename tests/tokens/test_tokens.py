@@ -14,9 +14,17 @@ from hypothesis import strategies as st
 
 from convomem.errors import ConfigError, MissingDependency, TokenizerError
 from convomem.formats.openai import from_openai
-from convomem.model import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from convomem.model import (
+    ImageBlock,
+    Message,
+    OpaqueBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from convomem.tokens import (
     BUILTIN_SPECS,
+    FLAT_BLOCK_TOKENS,
     IMAGE_TOKENS,
     PER_MESSAGE_TOKENS,
     ApproxTokenizer,
@@ -110,6 +118,32 @@ def test_tool_blocks_are_counted() -> None:
     assert approx.count_message(call) == math.ceil(len(call.countable_text()) / 4) + 4
     raw_args = Message("a2", "assistant", content=[ToolUseBlock("c2", "f", "not json at all")])
     assert words.count_message(raw_args) == 1 + 4 + 4
+
+
+def test_opaque_blocks_are_counted() -> None:
+    words = WordsTokenizer()
+    audio = OpaqueBlock(
+        "openai", {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+    )
+    m = Message("a", "user", content=[TextBlock("listen to this"), audio])
+    assert m.flat_cost_blocks() == 1
+    assert words.count_message(m) == 3 + 4 + FLAT_BLOCK_TOKENS
+    thinking = OpaqueBlock(
+        "anthropic", {"type": "thinking", "thinking": "let me think twice", "signature": "s"}
+    )
+    t = Message("b", "assistant", content=[thinking, TextBlock("done")])
+    assert words.count_message(t) == 5 + 4  # the thinking text, not its signature
+    in_result = Message("r", "tool", content=[ToolResultBlock("c", (TextBlock("ok"), audio))])
+    assert words.count_message(in_result) == 1 + 4 + FLAT_BLOCK_TOKENS
+    unknown = OpaqueBlock("openai", {"type": "brand_new", "x": "y z"})
+    u = Message("u", "user", content=[unknown])
+    assert words.count_message(u) == len(u.countable_text().split()) + 4 > 4
+    tuned = WordsTokenizer()
+    tuned.flat_block_tokens = 10
+    assert tuned.count_message(m) == 3 + 4 + 10
+    assert tuned.count_many([m, in_result, t]) == [3 + 4 + 10, 1 + 4 + 10, 5 + 4]
+    without = Message("a2", "user", content=[TextBlock("listen to this")])
+    assert ApproxTokenizer().count_message(m) > ApproxTokenizer().count_message(without)
 
 
 def test_name_is_counted() -> None:
@@ -395,6 +429,13 @@ _blocks = st.one_of(
     st.builds(ImageBlock, st.sampled_from(["u", "v"])),
     st.builds(ToolUseBlock, _ids, st.sampled_from(["f", "g"]), st.sampled_from([{}, {"a": 1}])),
     st.builds(ToolResultBlock, _ids, _small_text, st.booleans()),
+    st.builds(
+        OpaqueBlock,
+        st.just("openai"),
+        st.sampled_from(
+            [{"type": "file", "file": {"file_id": "f"}}, {"refusal": "no"}, {"refusal": "b"}]
+        ),
+    ),
 )
 _near_duplicates = st.builds(
     lambda role, content, name: Message(role=role, content=content, name=name),
@@ -413,6 +454,11 @@ def test_two_different_messages_never_share_a_count(ms: list[Message], rnd: Any)
     for m in order:
         # rebuild half of the time, to exercise the content cache and not only the memo
         m2 = Message.from_dict(m.to_dict()) if rnd.random() < 0.5 else m
-        expected = _sensitive(m.countable_text()) + 4 + IMAGE_TOKENS * m.image_count()
+        expected = (
+            _sensitive(m.countable_text())
+            + 4
+            + IMAGE_TOKENS * m.image_count()
+            + FLAT_BLOCK_TOKENS * m.flat_cost_blocks()
+        )
         assert shared.count_message(m2) == expected
     assert shared.tokenizations == len({m.content_key for m in ms})

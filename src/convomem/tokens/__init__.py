@@ -7,6 +7,7 @@ each distinct uncached content once, in one batch.
 """
 
 from .base import (
+    FLAT_BLOCK_TOKENS,
     IMAGE_TOKENS,
     PER_MESSAGE_TOKENS,
     BaseTokenizer,
@@ -26,6 +27,7 @@ from .registry import BUILTIN_SPECS, get_tokenizer
 
 __all__ = [
     "BUILTIN_SPECS",
+    "FLAT_BLOCK_TOKENS",
     "IMAGE_TOKENS",
     "PER_MESSAGE_TOKENS",
     "ApproxTokenizer",

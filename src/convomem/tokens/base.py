@@ -29,6 +29,10 @@ PER_MESSAGE_TOKENS: Final = 4
 IMAGE_TOKENS: Final = 85
 """Tokens charged per image block (a low-detail image at OpenAI)."""
 
+FLAT_BLOCK_TOKENS: Final = IMAGE_TOKENS
+"""Tokens charged per block with no text to count (opaque audio, a file, redacted
+thinking: ``OpaqueBlock.flat_cost``), an estimate like an image's."""
+
 _uids = itertools.count(1)
 
 
@@ -135,6 +139,8 @@ def _short(value: object) -> str:
 class BaseTokenizer:
     """A tokenizer that counts each distinct message content at most once.
 
+    A message costs ``count(countable_text)`` plus ``per_message``, plus
+    ``image_tokens`` per image and ``flat_block_tokens`` per block with no text to count.
     Subclasses implement ``count(text)``, and may override ``count_texts`` to count a
     batch faster than one text at a time. ``tokenizations`` counts the distinct message
     contents this tokenizer actually tokenized (cache misses), a deterministic measure
@@ -144,6 +150,7 @@ class BaseTokenizer:
     name: str = "base"
     per_message: int = PER_MESSAGE_TOKENS
     image_tokens: int = IMAGE_TOKENS
+    flat_block_tokens: int = FLAT_BLOCK_TOKENS
 
     def __init__(self, *, cache_size: int = 1_000_000) -> None:
         non_negative_int("cache_size", cache_size)
@@ -164,7 +171,12 @@ class BaseTokenizer:
     # -- what a message costs ------------------------------------------------------------
 
     def _prepare(self, message: Message) -> tuple[str, int]:
-        """The text to tokenize and the fixed tokens added to its count."""
+        """The text to tokenize and the fixed tokens added to its count.
+
+        The text is ``Message.countable_text()`` (opaque blocks' text included); the
+        fixed part is the per-message overhead plus a flat estimate per image and per
+        block with no text (``Message.flat_cost_blocks()``).
+        """
         try:
             text = message.countable_text()
         except RecursionError:
@@ -173,6 +185,9 @@ class BaseTokenizer:
         images = message.image_count()
         if images:
             extra += self.image_tokens * images
+        flat = message.flat_cost_blocks()
+        if flat:
+            extra += self.flat_block_tokens * flat
         return text, extra
 
     def _tokenize(self, message: Message) -> int:
