@@ -233,9 +233,13 @@ def assemble(
         pinned = _start_on_user(table, chosen, pinned, explicit, lost)
     positions = sorted(chain(pinned, chosen)) if chosen else pinned
     pin_set = set(pinned)
-    unstartable = False
-    if start_on is not None and any(r == "start_on" for r in explicit.values()):
-        unstartable = all(chunks[p].messages[0].role == "system" for p in positions)
+    # Nothing but system messages kept: no request can be made of it (Anthropic needs a
+    # message), unless there was nothing else to send.
+    unstartable = (
+        start_on is not None
+        and all(chunks[p].messages[0].role == "system" for p in positions)
+        and any(m.role != "system" for m in msgs)
+    )
     kept: list[Message] = []
     kept_idx: list[int] = []
     kept_reason: list[str] = []
