@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from convomem.cli import build_parser, main
-from convomem.cli.catalog import STRATEGY_NAMES, resolve_pins
+from convomem.cli.catalog import PACKER_STRATEGIES, STRATEGY_NAMES, resolve_pins
+from convomem.cli.catalog import pack as pack_named
 from convomem.formats.anthropic import from_anthropic
 from convomem.formats.openai import from_openai
 from convomem.model import validate_pairs
@@ -379,3 +382,33 @@ def test_estimate_reports_common_budgets() -> None:
     assert rows[0].split(":")[0].strip() == "4,096"
     assert rows[-1].strip() == "1,000,000: fits"
     assert (rows[0].split(": ")[1] == "fits") == (total <= 4096)
+
+
+@settings(max_examples=30)
+@given(
+    budget=st.integers(40, 2_500),
+    strategy=st.sampled_from(PACKER_STRATEGIES),
+    pin=st.sampled_from([None, ["last_user"], ["none"]]),
+)
+def test_every_anthropic_request_starts_with_a_user_turn(
+    budget: int, strategy: str, pin: list[str] | None
+) -> None:
+    """The Anthropic API rejects a request whose first message is not the user's.
+
+    (``full`` sends the file as it is; ``memory`` sends ``ConversationMemory``'s own
+    Anthropic context, which that class's tests cover.)
+    """
+    _, payload = pack_named(
+        strategy,
+        MESSAGES,
+        budget=budget,
+        tokenizer=get_tokenizer("approx"),
+        pin=resolve_pins(pin),
+        format="anthropic",
+    )
+    turns = payload["messages"]
+    if not turns:
+        return
+    assert turns[0]["role"] == "user", (strategy, budget, [t["role"] for t in turns[:3]])
+    for turn in turns:
+        assert turn["content"] not in ("", [], None)

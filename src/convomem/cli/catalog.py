@@ -9,7 +9,7 @@ the conversation one message at a time. ``pack`` packs once with any of them,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..errors import ConfigError
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
@@ -84,10 +84,15 @@ def make_packer(
     pin: tuple[PinSpec, ...],
     *,
     summarizer: SummarizerLike | None = None,
+    start_on: Literal["user"] | None = None,
 ) -> Packer:
-    """A Packer for the named strategy (reused across turns by ``simulate``)."""
+    """A Packer for the named strategy (reused across turns by ``simulate``).
+
+    ``start_on="user"`` makes the kept messages start at a user turn after the system
+    prompt, as the Anthropic Messages API requires.
+    """
     strategy = packer_strategy(name, summarizer=summarizer)
-    return Packer(budget=budget, tokenizer=tokenizer, strategy=strategy, pin=pin)
+    return Packer(budget=budget, tokenizer=tokenizer, strategy=strategy, pin=pin, start_on=start_on)
 
 
 def pack(
@@ -102,7 +107,9 @@ def pack(
     """Pack ``messages`` once with the named strategy: ``(result, payload to send)``.
 
     The payload is OpenAI Chat dicts, or ``{"system": ..., "messages": [...]}`` for
-    ``format="anthropic"``.
+    ``format="anthropic"`` (then the Packer strategies start the kept messages at a
+    user turn, and ``memory`` uses the memory's own Anthropic context; ``full`` sends
+    the conversation as it is).
     """
     check_strategy(name)
     if name == "full":
@@ -117,7 +124,8 @@ def pack(
         return result, _payload(result.kept, format)
     if name == "memory":
         return _pack_memory(messages, budget=budget, tokenizer=tokenizer, pin=pin, format=format)
-    result = make_packer(name, budget, tokenizer, pin).pack(messages)
+    start_on: Literal["user"] | None = "user" if format == "anthropic" else None
+    result = make_packer(name, budget, tokenizer, pin, start_on=start_on).pack(messages)
     return result, _payload(result.kept, format)
 
 
