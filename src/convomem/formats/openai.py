@@ -141,6 +141,15 @@ def _tool_use_from_openai(raw: Any, where: str) -> ToolUseBlock:
     try:
         return ToolUseBlock(call_id, name, parsed)
     except InvalidMessage as exc:
+        if not isinstance(parsed, str):  # NaN, or nested too deep, as a value: keep the text
+            return _tool_use_from_text(call_id, name, args, where)
+        raise InvalidMessage(where + ".function.arguments", exc.value, exc.problem) from None
+
+
+def _tool_use_from_text(call_id: str, name: str, args: str, where: str) -> ToolUseBlock:
+    try:
+        return ToolUseBlock(call_id, name, args)
+    except InvalidMessage as exc:
         raise InvalidMessage(where + ".function.arguments", exc.value, exc.problem) from None
 
 
@@ -182,8 +191,10 @@ def _message_from_openai(raw: Any, i: int, seen: dict[str, int]) -> Message:
                     raise InvalidMessage(_where(i, key), value, f"must be {want} or null")
                 blocks.append(_made(OpaqueBlock, f"messages[{i}]", META, {key: value}))
                 converted.add(key)
-        calls = data.get("tool_calls") or []
-        if not isinstance(calls, list | tuple):
+        calls = data.get("tool_calls")
+        if calls is None:
+            calls = []
+        elif not isinstance(calls, list | tuple):
             raise InvalidMessage(_where(i, "tool_calls"), calls, "must be a list")
         if calls and role != "assistant":
             raise InvalidMessage(

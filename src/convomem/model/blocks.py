@@ -8,28 +8,14 @@ blocks compare equal exactly when they would be sent (and counted) the same.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from ..errors import InvalidMessage
+from .opaque import OpaqueBlock as OpaqueBlock  # re-exported: a block like the others
 from .values import EMPTY, freeze, thaw
-
-
-def _require_str(field_name: str, value: Any, *, allow_empty: bool = True) -> str:
-    if not isinstance(value, str):
-        raise InvalidMessage(field_name, value, f"must be a string, not {type(value).__name__}")
-    if not value:
-        if not allow_empty:
-            raise InvalidMessage(field_name, value, "must not be empty")
-    elif not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidMessage(
-                field_name, value, f"is not valid Unicode (a lone surrogate at index {exc.start})"
-            ) from None
-    return value
+from .values import require_str as _require_str
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,19 +57,23 @@ class ToolUseBlock:
     _key: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _require_str("ToolUseBlock.id", self.id, allow_empty=False)
-        _require_str("ToolUseBlock.name", self.name, allow_empty=False)
-        if isinstance(self.input, str):
-            _require_str("ToolUseBlock.input", self.input)
-            object.__setattr__(self, "_key", self.input)
-            return
-        if not isinstance(self.input, Mapping):
-            raise InvalidMessage(
-                "ToolUseBlock.input", self.input, "must be a mapping of arguments or a string"
-            )
-        frozen, key = freeze(self.input, "ToolUseBlock.input")
-        object.__setattr__(self, "input", frozen)
-        object.__setattr__(self, "_key", key)
+        arguments: Any = self.input
+        if arguments.__class__ is not dict:
+            if isinstance(arguments, str):
+                _require_str("ToolUseBlock.input", arguments)
+                _set(self, "_key", arguments)
+                arguments = None
+            elif not isinstance(arguments, Mapping):
+                raise InvalidMessage(
+                    "ToolUseBlock.input", arguments, "must be a mapping of arguments or a string"
+                )
+        for name, value in (("ToolUseBlock.id", self.id), ("ToolUseBlock.name", self.name)):
+            if value.__class__ is not str or not value or not value.isascii():
+                _require_str(name, value, allow_empty=False)
+        if arguments is not None:
+            frozen, key = freeze(arguments, "ToolUseBlock.input")
+            _set(self, "input", frozen)
+            _set(self, "_key", key)
 
     def arguments(self) -> str:
         """The arguments as the JSON text a provider sends."""
@@ -100,137 +90,7 @@ class ToolUseBlock:
         return hash((self.id, self.name, self._key))
 
 
-OPAQUE_FLAT: Final = frozenset(
-    {
-        ("openai", "input_audio"),
-        ("openai", "file"),
-        ("openai", "image_url"),  # an image part with keys of its own (cache_control)
-        ("openai", "audio"),  # an assistant message's audio reference
-        ("anthropic", "redacted_thinking"),
-        ("anthropic", "image"),  # an image whose source convomem cannot read
-        ("anthropic", "document"),  # unless its source is text (see OpaqueBlock)
-    }
-)
-"""``(provider, type)`` of opaque blocks with no text: each costs a flat estimate."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class OpaqueBlock:
-    """A provider block convomem does not interpret, kept exactly as the provider sent it.
-
-    ``data`` is the provider's dict (frozen), ``provider`` the format it came from
-    (``"openai"``, ``"anthropic"``). It goes back unchanged to its own provider; the other
-    provider gets an equivalent where one is faithful, else nothing (see each format).
-    An OpenAI block without ``type`` holds a message-level field (``{"refusal": ...}``,
-    ``{"audio": {"id": ...}}``) and is written back into the message itself.
-
-    What a tokenizer counts (``countable_text``): the refusal text (OpenAI ``refusal``),
-    the thinking text (Anthropic ``thinking``), a text ``document``'s title, context and
-    text, a ``search_result``'s source, title and text. Blocks with no text (OpenAI
-    ``input_audio``, ``file``, ``audio``; Anthropic ``redacted_thinking``, an unreadable
-    ``image``, a binary ``document``) have ``flat_cost`` True: a tokenizer charges each a
-    flat estimate, as it does an image. A type convomem does not know is counted by its
-    JSON text, an over-estimate rather than a budget overflow.
-    """
-
-    provider: str
-    data: Mapping[str, Any]
-    _key: Any = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _require_str("OpaqueBlock.provider", self.provider, allow_empty=False)
-        if not isinstance(self.data, Mapping):
-            raise InvalidMessage("OpaqueBlock.data", self.data, "must be a JSON object")
-        frozen, key = freeze(self.data, "OpaqueBlock.data")
-        object.__setattr__(self, "data", frozen)
-        object.__setattr__(self, "_key", key)
-
-    @property
-    def kind(self) -> str | None:
-        """The provider's block type; for a message-level OpenAI field, its key."""
-        kind = self.data.get("type")
-        if isinstance(kind, str):
-            return kind
-        if self.provider == "openai" and len(self.data) == 1:
-            return next(iter(self.data))
-        return None
-
-    def text(self) -> str:
-        """The readable text the block carries, or ``""`` when it has none."""
-        return _opaque_text(self.provider, self.kind, self.data)
-
-    @property
-    def flat_cost(self) -> bool:
-        """True when the block has no text and costs a flat estimate."""
-        if (self.provider, self.kind) not in OPAQUE_FLAT:
-            return False
-        if self.kind == "document":
-            return not self.text()
-        return True
-
-    def countable_text(self) -> str:
-        """What a tokenizer counts for this block (``""`` when it is a flat cost)."""
-        text = self.text()
-        if text or self.flat_cost:
-            return text
-        if (self.provider, self.kind) in _TEXT_KINDS:
-            return ""  # a known text kind whose text is empty
-        return json.dumps(self.data, ensure_ascii=False)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OpaqueBlock):
-            return NotImplemented
-        return self.provider == other.provider and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash((self.provider, self._key))
-
-
-_TEXT_KINDS: Final = frozenset(
-    {
-        ("openai", "refusal"),
-        ("anthropic", "thinking"),
-        ("anthropic", "search_result"),
-    }
-)
-
-
-def _texts(content: Any) -> list[str]:
-    """The text of a string or of a list of text blocks."""
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [b["text"] for b in content if isinstance(b, Mapping) and _is_text_block(b)]
-    return []
-
-
-def _is_text_block(block: Mapping[str, Any]) -> bool:
-    return block.get("type") == "text" and isinstance(block.get("text"), str)
-
-
-def _opaque_text(provider: str, kind: str | None, data: Mapping[str, Any]) -> str:
-    lines: list[str] = []
-    if provider == "openai" and kind == "refusal":
-        lines = _texts(data.get("refusal"))
-    elif provider == "anthropic" and kind == "thinking":
-        lines = _texts(data.get("thinking"))
-    elif provider == "anthropic" and kind in ("document", "search_result"):
-        source = data.get("source")
-        if kind == "search_result" and isinstance(source, str):
-            lines.append(source)
-        for key in ("title", "context"):
-            if isinstance(data.get(key), str):
-                lines.append(data[key])
-        if kind == "search_result":
-            lines += _texts(data.get("content"))
-        elif isinstance(source, Mapping) and source.get("type") == "text":
-            lines += _texts(source.get("data"))
-        elif isinstance(source, Mapping) and source.get("type") == "content":
-            lines += _texts(source.get("content"))
-        else:
-            return ""  # a binary document: its title alone is not its text
-    return "\n".join(lines)
-
+_set = object.__setattr__  # a frozen dataclass sets its own fields through this
 
 ResultPart: TypeAlias = TextBlock | ImageBlock | OpaqueBlock
 
@@ -333,10 +193,24 @@ def _block_to_dict(block: Block) -> dict[str, Any]:
     return out
 
 
+_DICT_KEYS: Final = {
+    "text": frozenset({"type", "text"}),
+    "image": frozenset({"type", "source", "media_type"}),
+    "tool_use": frozenset({"type", "id", "name", "input"}),
+    "opaque": frozenset({"type", "provider", "data"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error"}),
+}
+
+
 def _block_from_dict(data: Any, where: str) -> Block:
     if not isinstance(data, Mapping):
         raise InvalidMessage(where, data, "a block must be a mapping with a 'type'")
     kind = data.get("type")
+    known = _DICT_KEYS.get(kind) if isinstance(kind, str) else None
+    if known is not None:
+        for key in data:
+            if key not in known:
+                raise InvalidMessage(f"{where}.{key}", data[key], f"unknown {kind} block field")
     try:
         if kind == "text":
             return TextBlock(data["text"])
@@ -370,3 +244,51 @@ def _block_from_dict(data: Any, where: str) -> Block:
 
 
 _CLASS_NAMES: Final = frozenset(cls.__name__ for cls in BLOCK_TYPES)
+
+
+_Content: TypeAlias = tuple[str | tuple[Block, ...], tuple[Any, ...]]
+
+
+def _content_row(content: Any) -> _Content:
+    """Validate content; return it with its part of the equality row.
+
+    The row part is flat: a string is itself; each block is its class followed by its
+    fields (a fixed number per class, so two rows are equal exactly when the contents
+    are). A subclass of a block class is its class followed by the block itself.
+    """
+    cls = content.__class__
+    if cls is str:
+        if not content.isascii():
+            _require_str("content", content)
+        return content, (content,)
+    if cls is not tuple and cls is not list:
+        if isinstance(content, str):
+            content = _require_str("content", str.__str__(content))
+            return content, (content,)
+        if isinstance(content, BLOCK_TYPES):
+            raise InvalidMessage("content", content, "must be a string or a list of blocks")
+        if not isinstance(content, Iterable) or isinstance(content, bytes | Mapping):
+            raise InvalidMessage("content", content, "must be a string or a list of blocks")
+    blocks = tuple(content)
+    row: list[Any] = []
+    for i, block in enumerate(blocks):
+        k = block.__class__
+        if k is TextBlock:
+            row += (k, block.text)
+        elif k is ToolResultBlock:
+            row += (k, block.tool_use_id, block.content, block.is_error)
+        elif k is ToolUseBlock:
+            row += (k, block.id, block.name, block._key)
+        elif k is ImageBlock:
+            row += (k, block.source, block.media_type)
+        elif k is OpaqueBlock:
+            row += (k, block.provider, block._key)
+        elif isinstance(block, BLOCK_TYPES):
+            row += (k, block)
+        else:
+            raise InvalidMessage(
+                f"content[{i}]",
+                block,
+                "must be a TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock or OpaqueBlock",
+            )
+    return blocks, tuple(row)

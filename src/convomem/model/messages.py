@@ -10,7 +10,6 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from ..errors import InvalidMessage
 from .blocks import (
-    BLOCK_TYPES,
     Block,
     ImageBlock,
     OpaqueBlock,
@@ -20,9 +19,10 @@ from .blocks import (
     _block_from_dict,
     _block_key,
     _block_to_dict,
-    _require_str,
+    _content_row,
 )
 from .values import EMPTY, FrozenDict, freeze, frozen_key, thaw
+from .values import require_str as _require_str
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: Final[frozenset[str]] = frozenset(get_args(Role))
@@ -126,7 +126,7 @@ class Message:
             and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0)
         ):
             raise InvalidMessage("tokens", tokens, "must be a non-negative integer or None")
-        body, tail = _check_content(content)
+        body, tail = _content_row(content)
         if name is not None:
             _require_str("name", name)
         if metadata is None:
@@ -393,51 +393,3 @@ _set_counts = _setter("_counts")
 
 def _rebuild(data: dict[str, Any]) -> Message:
     return Message.from_dict(data)
-
-
-_Content: TypeAlias = tuple[str | tuple[Block, ...], tuple[Any, ...]]
-
-
-def _check_content(content: Any) -> _Content:
-    """Validate content; return it with its part of the equality row.
-
-    The row part is flat: a string is itself; each block is its class followed by its
-    fields (a fixed number per class, so two rows are equal exactly when the contents
-    are). A subclass of a block class is its class followed by the block itself.
-    """
-    cls = content.__class__
-    if cls is str:
-        if not content.isascii():
-            _require_str("content", content)
-        return content, (content,)
-    if cls is not tuple and cls is not list:
-        if isinstance(content, str):
-            content = _require_str("content", str.__str__(content))
-            return content, (content,)
-        if isinstance(content, BLOCK_TYPES):
-            raise InvalidMessage("content", content, "must be a string or a list of blocks")
-        if not isinstance(content, Iterable) or isinstance(content, bytes | Mapping):
-            raise InvalidMessage("content", content, "must be a string or a list of blocks")
-    blocks = tuple(content)
-    row: list[Any] = []
-    for i, block in enumerate(blocks):
-        k = block.__class__
-        if k is TextBlock:
-            row += (k, block.text)
-        elif k is ToolResultBlock:
-            row += (k, block.tool_use_id, block.content, block.is_error)
-        elif k is ToolUseBlock:
-            row += (k, block.id, block.name, block._key)
-        elif k is ImageBlock:
-            row += (k, block.source, block.media_type)
-        elif k is OpaqueBlock:
-            row += (k, block.provider, block._key)
-        elif isinstance(block, BLOCK_TYPES):
-            row += (k, block)
-        else:
-            raise InvalidMessage(
-                f"content[{i}]",
-                block,
-                "must be a TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock or OpaqueBlock",
-            )
-    return blocks, tuple(row)

@@ -121,6 +121,24 @@ class FrozenList(list[Any]):
         return f"FrozenList({list.__repr__(self)})"
 
 
+def require_str(field_name: str, value: Any, *, allow_empty: bool = True) -> str:
+    """``value`` if it is a valid Unicode string (non-empty unless allowed); else
+    ``InvalidMessage`` naming ``field_name``."""
+    if not isinstance(value, str):
+        raise InvalidMessage(field_name, value, f"must be a string, not {type(value).__name__}")
+    if not value:
+        if not allow_empty:
+            raise InvalidMessage(field_name, value, "must not be empty")
+    elif not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidMessage(
+                field_name, value, f"is not valid Unicode (a lone surrogate at index {exc.start})"
+            ) from None
+    return value
+
+
 def _refreeze(value: Any) -> Any:
     return freeze(value, "value")[0]
 
@@ -161,10 +179,12 @@ def _walk(value: Any, depth: int) -> tuple[Any, Any, int]:
         if depth + value._height > MAX_DEPTH:
             raise _Bad(value, f"nests deeper than {MAX_DEPTH} levels")
         return value, value._key, value._height
-    if cls is dict or isinstance(value, Mapping):
+    if cls is dict:
         return _walk_object(value, depth)
     if cls is list or cls is tuple:
         return _walk_array(value, depth)
+    if isinstance(value, Mapping):
+        return _walk_object(value, depth)
     # Subclasses of the plain types, stored as their base value.
     if isinstance(value, bool):
         return _walk(bool(value), depth)
@@ -229,6 +249,16 @@ def _walk_object(value: Mapping[Any, Any], depth: int) -> tuple[Any, Any, int]:
 def _walk_array(value: list[Any] | tuple[Any, ...], depth: int) -> tuple[Any, Any, int]:
     if depth >= MAX_DEPTH:
         raise _Bad("[...]", f"nests deeper than {MAX_DEPTH} levels")
+    for v in value:
+        cls = v.__class__
+        if not ((cls is str and v.isascii()) or cls is int or v is None):
+            break
+    else:  # plain ASCII leaves only: copy in C
+        out = list.__new__(FrozenList)
+        list.extend(out, value)
+        out._key = tuple(value)
+        out._height = 1
+        return out, out._key, 1
     items: list[Any] = []
     key: list[Any] = []
     height = 0
@@ -261,7 +291,10 @@ def freeze(value: Any, field: str) -> tuple[Any, Any]:
     the offending part (``ToolUseBlock.input['ids'][2]``).
     """
     try:
-        frozen, key, _ = _walk(value, 0)  # one frame per level: MAX_DEPTH bounds the stack
+        if value.__class__ is dict:  # the usual case, one call shorter
+            frozen, key, _ = _walk_object(value, 0)
+        else:  # one frame per level: MAX_DEPTH bounds the stack
+            frozen, key, _ = _walk(value, 0)
     except _Bad as bad:
         path = "".join(f"[{p!r}]" for p in reversed(bad.path))
         raise InvalidMessage(field + path, bad.value, bad.problem) from None

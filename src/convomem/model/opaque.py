@@ -1,0 +1,142 @@
+"""Opaque blocks: provider content convomem keeps exactly but does not interpret."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..errors import InvalidMessage
+from .values import freeze, require_str
+
+OPAQUE_FLAT: Final = frozenset(
+    {
+        ("openai", "input_audio"),
+        ("openai", "file"),
+        ("openai", "image_url"),  # an image part with keys of its own (cache_control)
+        ("openai", "audio"),  # an assistant message's audio reference
+        ("anthropic", "redacted_thinking"),
+        ("anthropic", "image"),  # an image whose source convomem cannot read
+        ("anthropic", "document"),  # unless its source is text (see OpaqueBlock)
+    }
+)
+"""``(provider, type)`` of opaque blocks with no text: each costs a flat estimate."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OpaqueBlock:
+    """A provider block convomem does not interpret, kept exactly as the provider sent it.
+
+    ``data`` is the provider's dict (frozen), ``provider`` the format it came from
+    (``"openai"``, ``"anthropic"``). It goes back unchanged to its own provider; the other
+    provider gets an equivalent where one is faithful, else nothing (see each format).
+    An OpenAI block without ``type`` holds a message-level field (``{"refusal": ...}``,
+    ``{"audio": {"id": ...}}``) and is written back into the message itself.
+
+    What a tokenizer counts (``countable_text``): the refusal text (OpenAI ``refusal``),
+    the thinking text (Anthropic ``thinking``), a text ``document``'s title, context and
+    text, a ``search_result``'s source, title and text. Blocks with no text (OpenAI
+    ``input_audio``, ``file``, ``audio``; Anthropic ``redacted_thinking``, an unreadable
+    ``image``, a binary ``document``) have ``flat_cost`` True: a tokenizer charges each a
+    flat estimate, as it does an image. A type convomem does not know is counted by its
+    JSON text, an over-estimate rather than a budget overflow.
+    """
+
+    provider: str
+    data: Mapping[str, Any]
+    _key: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        require_str("OpaqueBlock.provider", self.provider, allow_empty=False)
+        if not isinstance(self.data, Mapping):
+            raise InvalidMessage("OpaqueBlock.data", self.data, "must be a JSON object")
+        frozen, key = freeze(self.data, "OpaqueBlock.data")
+        object.__setattr__(self, "data", frozen)
+        object.__setattr__(self, "_key", key)
+
+    @property
+    def kind(self) -> str | None:
+        """The provider's block type; for a message-level OpenAI field, its key."""
+        kind = self.data.get("type")
+        if isinstance(kind, str):
+            return kind
+        if self.provider == "openai" and len(self.data) == 1:
+            return next(iter(self.data))
+        return None
+
+    def text(self) -> str:
+        """The readable text the block carries, or ``""`` when it has none."""
+        return _opaque_text(self.provider, self.kind, self.data)
+
+    @property
+    def flat_cost(self) -> bool:
+        """True when the block has no text and costs a flat estimate."""
+        if (self.provider, self.kind) not in OPAQUE_FLAT:
+            return False
+        if self.kind == "document":
+            return not self.text()
+        return True
+
+    def countable_text(self) -> str:
+        """What a tokenizer counts for this block (``""`` when it is a flat cost)."""
+        text = self.text()
+        if text or self.flat_cost:
+            return text
+        if (self.provider, self.kind) in _TEXT_KINDS:
+            return ""  # a known text kind whose text is empty
+        return json.dumps(self.data, ensure_ascii=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OpaqueBlock):
+            return NotImplemented
+        return self.provider == other.provider and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash((self.provider, self._key))
+
+
+_TEXT_KINDS: Final = frozenset(
+    {
+        ("openai", "refusal"),
+        ("anthropic", "thinking"),
+        ("anthropic", "search_result"),
+    }
+)
+
+
+def _texts(content: Any) -> list[str]:
+    """The text of a string or of a list of text blocks."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b["text"] for b in content if isinstance(b, Mapping) and _is_text_block(b)]
+    return []
+
+
+def _is_text_block(block: Mapping[str, Any]) -> bool:
+    return block.get("type") == "text" and isinstance(block.get("text"), str)
+
+
+def _opaque_text(provider: str, kind: str | None, data: Mapping[str, Any]) -> str:
+    lines: list[str] = []
+    if provider == "openai" and kind == "refusal":
+        lines = _texts(data.get("refusal"))
+    elif provider == "anthropic" and kind == "thinking":
+        lines = _texts(data.get("thinking"))
+    elif provider == "anthropic" and kind in ("document", "search_result"):
+        source = data.get("source")
+        if kind == "search_result" and isinstance(source, str):
+            lines.append(source)
+        for key in ("title", "context"):
+            if isinstance(data.get(key), str):
+                lines.append(data[key])
+        if kind == "search_result":
+            lines += _texts(data.get("content"))
+        elif isinstance(source, Mapping) and source.get("type") == "text":
+            lines += _texts(source.get("data"))
+        elif isinstance(source, Mapping) and source.get("type") == "content":
+            lines += _texts(source.get("content"))
+        else:
+            return ""  # a binary document: its title alone is not its text
+    return "\n".join(lines)
