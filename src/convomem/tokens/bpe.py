@@ -7,12 +7,15 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, TypeGuard
 
 from .._check import optional_positive_int
 from ..errors import TokenizerError
 from .base import BaseTokenizer
 from .encodings import encoding_for, import_tiktoken
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 _PARALLEL_MIN: Final = 512
 """Below this many texts a batch is counted on the calling thread (threads cost more)."""
@@ -20,7 +23,7 @@ _PARALLEL_MIN: Final = 512
 _CHUNKS_PER_THREAD: Final = 4
 
 
-def is_tiktoken_encoding(obj: object) -> bool:
+def is_tiktoken_encoding(obj: object) -> TypeGuard[Encoding]:
     """Whether ``obj`` is a ``tiktoken.Encoding`` (False when tiktoken is not imported)."""
     tiktoken = sys.modules.get("tiktoken")
     encoding_type = getattr(tiktoken, "Encoding", None)
@@ -52,7 +55,7 @@ class TiktokenTokenizer(BaseTokenizer):
 
     def __init__(
         self,
-        model_or_encoding: Any,
+        model_or_encoding: str | Encoding,
         *,
         cache_size: int = 1_000_000,
         threads: int | None = None,
@@ -60,7 +63,7 @@ class TiktokenTokenizer(BaseTokenizer):
         super().__init__(cache_size=cache_size)
         threads = optional_positive_int("threads", threads)
         if isinstance(model_or_encoding, str) and model_or_encoding:
-            self.encoding: Any = encoding_for(model_or_encoding)
+            self.encoding: Encoding = encoding_for(model_or_encoding)
             self.name = f"tiktoken:{model_or_encoding}"
         elif is_tiktoken_encoding(model_or_encoding):
             self.encoding = model_or_encoding

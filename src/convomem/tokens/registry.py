@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import TokenizerError
 from .base import Tokenizer
 from .bpe import TiktokenTokenizer, is_tiktoken_encoding
 from .builtin import ApproxTokenizer, FunctionTokenizer, GivenTokenizer, HFTokenizer, WordsTokenizer
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 BUILTIN_SPECS: Final = (
     "given",
@@ -25,7 +28,9 @@ _by_encoding: dict[int, tuple[Any, Tokenizer]] = {}
 _registry_lock = threading.Lock()
 
 
-def get_tokenizer(spec: str | Tokenizer | Callable[[str], int] | Any = "approx") -> Tokenizer:
+def get_tokenizer(
+    spec: str | Tokenizer | Callable[[str], int] | Encoding = "approx",
+) -> Tokenizer:
     """Resolve a tokenizer spec (or pass an instance through).
 
     Specs: ``"given"``, ``"words"``, ``"approx"``, ``"tiktoken:<model or encoding>"``,
@@ -56,7 +61,7 @@ def get_tokenizer(spec: str | Tokenizer | Callable[[str], int] | Any = "approx")
     return hit
 
 
-def _for_encoding(encoding: Any) -> Tokenizer:
+def _for_encoding(encoding: Encoding) -> Tokenizer:
     hit = _by_encoding.get(id(encoding))
     if hit is not None:
         return hit[1]
