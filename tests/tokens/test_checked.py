@@ -70,6 +70,12 @@ def test_checked_count_rejects_bad_counts(bad: Any) -> None:
     assert isinstance(info.value, ValueError)
 
 
+def test_a_huge_bad_value_is_shortened_in_the_error() -> None:
+    with pytest.raises(TokenizerError) as info:
+        checked_count(Custom("x" * 10_000), M)  # type: ignore[arg-type]
+    assert len(str(info.value)) < 200 and "id='m7'" in str(info.value)
+
+
 @pytest.mark.parametrize("good", [0, 7, MyInt(5), Index(3)], ids=repr)
 def test_checked_count_accepts_integers_as_plain_ints(good: Any) -> None:
     n = checked_count(Custom(good), M)  # type: ignore[arg-type]

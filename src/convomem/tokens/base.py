@@ -68,7 +68,7 @@ def _bad_count(tokenizer: object, message: Message | None, value: object) -> Tok
     name = getattr(tokenizer, "name", type(tokenizer).__name__)
     where = "a text" if message is None else f"message id={message.id!r}"
     return TokenizerError(
-        f"tokenizer {name!r} counted {value!r} tokens for {where}; "
+        f"tokenizer {name!r} counted {_short(value)} tokens for {where}; "
         "a count must be a non-negative integer"
     )
 
