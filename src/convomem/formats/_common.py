@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InvalidMessage
 from ..model import DERIVED_ID_PREFIX, ToolUseBlock
-from ..model.values import thaw
+from ..model.values import thaw, too_deep
 
 
 def plain(value: Any) -> Any:
@@ -35,7 +35,10 @@ def message_list(messages: Any, what: str) -> Iterable[Any]:
         messages, Iterable
     ):
         hint = " (a single message? wrap it in a list)" if isinstance(messages, Mapping) else ""
-        raise InvalidMessage("messages", messages, f"must be a list of {what}{hint}")
+        try:
+            raise InvalidMessage("messages", messages, f"must be a list of {what}{hint}")
+        except RecursionError:
+            raise too_deep("messages") from None
     return messages
 
 

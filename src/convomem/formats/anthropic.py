@@ -44,7 +44,7 @@ from ..model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from ..model.values import thaw
+from ..model.values import thaw, too_deep
 from ._anthropic_read import META, message_from_anthropic, system_from_anthropic
 from ._common import message_list, plain, tool_arguments
 
@@ -63,13 +63,16 @@ def from_anthropic(
     seen: dict[str, int] = {}
     items = message_list(messages, "Messages API message dicts")
     out: list[Message] = []
-    if system is not None:
-        out.append(system_from_anthropic(system, seen))
-    for i, raw in enumerate(items):
-        data = plain(raw)
-        if not isinstance(data, Mapping):
-            raise InvalidMessage(f"messages[{i}]", data, "must be an object")
-        out.append(message_from_anthropic(data, i, seen))
+    try:
+        if system is not None:
+            out.append(system_from_anthropic(system, seen))
+        for i, raw in enumerate(items):
+            data = plain(raw)
+            if not isinstance(data, Mapping):
+                raise InvalidMessage(f"messages[{i}]", data, "must be an object")
+            out.append(message_from_anthropic(data, i, seen))
+    except RecursionError:  # input too deep even to show in an error
+        raise too_deep("messages") from None
     return out
 
 

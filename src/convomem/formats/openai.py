@@ -43,7 +43,7 @@ from ..model import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from ..model.values import thaw
+from ..model.values import thaw, too_deep
 from ._common import at_block, at_field, message_list, plain, stable_id
 
 META: Final = "openai"
@@ -261,7 +261,10 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
     """
     seen: dict[str, int] = {}
     items = message_list(messages, "Chat Completions message dicts")
-    return [_message_from_openai(data, i, seen) for i, data in enumerate(items)]
+    try:
+        return [_message_from_openai(data, i, seen) for i, data in enumerate(items)]
+    except RecursionError:  # input too deep even to show in an error
+        raise too_deep("messages") from None
 
 
 # -- convomem -> OpenAI ------------------------------------------------------------------

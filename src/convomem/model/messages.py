@@ -21,7 +21,7 @@ from .blocks import (
     _block_to_dict,
     _content_row,
 )
-from .values import EMPTY, FrozenDict, freeze, frozen_key, thaw
+from .values import EMPTY, FrozenDict, freeze, frozen_key, thaw, too_deep
 from .values import require_str as _require_str
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -348,6 +348,13 @@ class Message:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         """The inverse of ``to_dict``; unknown keys are an error naming the key."""
+        try:
+            return cls._from_dict(data)
+        except RecursionError:
+            raise too_deep("message") from None
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> Message:
         if not isinstance(data, Mapping):
             raise InvalidMessage("message", data, "must be a mapping")
         known = {"id", "role", "tokens", "content", "name", "metadata", "created_at", "priority"}

@@ -284,6 +284,15 @@ def _walk_array(value: list[Any] | tuple[Any, ...], depth: int) -> tuple[Any, An
     return out, out._key, out._height
 
 
+def too_deep(field: str) -> InvalidMessage:
+    """The error for input nested so deep that even showing it fails (``RecursionError``).
+
+    Entry points that take arbitrary input (``Message``, the format converters) turn a
+    ``RecursionError`` into this, so nothing but a ``ConvomemError`` escapes them.
+    """
+    return InvalidMessage(field, "<nested too deep to show>", "nests too deep")
+
+
 def freeze(value: Any, field: str) -> tuple[Any, Any]:
     """``(frozen copy, typed key)`` of the JSON value ``value``.
 
