@@ -18,8 +18,13 @@ keys of a response object (``id``, ``model``, ``usage``...) are kept there too b
 sent back, since the API accepts only ``role`` and ``content``. Anthropic has no message
 ``name``; it is not sent.
 
-What ``to_anthropic`` normalizes, since the API would reject it: empty text blocks are
-left out, and so is a message left with no content at all (``content: []`` or ``""``).
+A round trip ``to_anthropic(from_anthropic(messages, system))`` gives the request back,
+with these normalizations. Since the API would reject them, empty text blocks are left
+out, and so is a message left with no content at all (``content: []`` or ``""``); a
+system list with no block left is None. Message keys other than ``role`` and ``content``
+are not sent. A user message carrying tool results is merged into a user message right
+before it, results first. A ``tool_use`` without ``input`` gets ``{}``, a ``tool_result``
+with ``content: null`` gets ``""``, and an image source keeps only its own keys.
 Opaque blocks of another provider go over when the equivalent is faithful (an OpenAI
 refusal becomes assistant text, a PDF ``file`` part a ``document``, a text part with
 ``cache_control`` a text block with it); anything else (audio, file ids) is left out.
@@ -45,7 +50,8 @@ from ..model import (
     ToolUseBlock,
 )
 from ..model.values import thaw, too_deep
-from ._anthropic_read import META, message_from_anthropic, system_from_anthropic
+from ._anthropic_read import META as META  # the metadata key, public as before
+from ._anthropic_read import message_from_anthropic, system_from_anthropic
 from ._common import message_list, plain, tool_arguments
 
 
