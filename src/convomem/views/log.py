@@ -25,8 +25,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 
-from ..errors import InvalidMessage, NotAMessage, TokenizerError
+from ..errors import InvalidMessage, NotAMessage
 from ..model import Chunk, Message, starts_turn
+from ..tokens import checked_count
 from ._state import LogState, Unit, turns_in, unit_messages
 
 __all__ = ["ChunkLog", "Unit", "turns_in", "unit_messages"]
@@ -49,13 +50,7 @@ class ChunkLog(LogState):
 
     def count(self, message: Message) -> int:
         """``message``'s tokens (a given count is trusted); TokenizerError if not an int."""
-        n = self._tokenizer.count_message(message)
-        if (n.__class__ is not int and (isinstance(n, bool) or not isinstance(n, int))) or n < 0:
-            raise TokenizerError(
-                f"tokenizer {self._tokenizer.name!r} counted {n!r} tokens for message "
-                f"id={message.id!r}; need a non-negative integer"
-            )
-        return n
+        return checked_count(self._tokenizer, message)
 
     def add(self, message: Message, tokens: int | None = None) -> list[str]:
         """Append ``message``, drop past the limit; return the dropped ids, oldest first.

@@ -1,0 +1,245 @@
+"""The state machine of a ConversationMemory, written once as generators.
+
+``SessionCore`` holds a session's state (the view engine, the ids in the log, the
+pending-retry flag, counters) and its logic: each operation is a generator that yields
+its I/O (``StoreOp``, ``FoldOp``, ``CompressOp``) and gets the result sent back.
+``_run`` drives one synchronously and ``_arun`` in an event loop; that is the only place
+the sync and async twins of ``ConversationMemory`` differ.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .. import _check
+from .._io import LoopLock, adrive, drive, maybe_await
+from ..errors import ConfigError, InvalidMessage, SummarizerError
+from ..model import COMPRESSED_KEY, Message, is_derived_id
+from ..stores import AsyncStore, Store, check_limit
+from ..summaries import RunningSummary, SummarizerLike
+from ..tokens import Tokenizer
+from ._ops import Gen, StoreOp, compressed_message, render_context
+from .view import CompressOp, FoldOp, SessionView, View
+
+T = TypeVar("T")
+
+
+class SessionCore:
+    """State and logic of a session (see the module docstring); ``ConversationMemory``
+    adds its options and public methods."""
+
+    _store: Store | AsyncStore
+    _store_async: bool
+    _rs: RunningSummary
+    _tok: Tokenizer
+    _summary_on: bool
+    _scorer: Callable[[Message], int] | None
+    _background: bool
+    _compressor: SummarizerLike | None
+    _view_engine: SessionView
+    _tlock: threading.RLock
+    _alock: LoopLock
+    _compactions: int
+    _failures: int
+    _compressions: int
+    _prefix_breaks: int
+    _reids: int
+    last_error: BaseException | None
+
+    def _reset(self) -> None:
+        self._view_engine.reset()
+        self._loaded = False
+        self._ids: set[str] = set()
+        self._pending_retry = False
+        self._cache: tuple[int, Message | None, View] | None = None
+        self._rendered: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
+        self._prev: list[Message] | None = None
+        self._prefix_kept: bool | None = None
+
+    def _summary_reserve(self) -> int:
+        if self._summary_on:
+            return self._rs.reserve
+        msg = self._rs.message()
+        return 0 if msg is None else self._tok.count_message(msg)
+
+    def _view(self) -> View:
+        summary = self._rs.message()
+        engine = self._view_engine
+        cache = self._cache
+        if cache is not None and cache[0] == engine.version and cache[1] is summary:
+            return cache[2]
+        view = engine.render(summary)
+        self._cache = (engine.version, summary, view)
+        return view
+
+    # -- the shared logic (generators; the drivers do the I/O) -------------------------
+
+    def _prepare(self, message: object, where: str = "message") -> tuple[Message, int]:
+        """Validate, re-id, score and count a new message; nothing is changed."""
+        if not isinstance(message, Message):
+            raise InvalidMessage(where, message, f"must be a Message, not {type(message).__name__}")
+        m = message
+        if m.id in self._ids:
+            if not is_derived_id(m.id):
+                raise InvalidMessage(f"{where}.id", m.id, "is already in the log")
+            n = len(self._ids)
+            while f"{m.id}~{n}" in self._ids:
+                n += 1
+            m = m.replace(id=f"{m.id}~{n}")
+        if self._scorer is not None:
+            p = self._scorer(m)
+            if isinstance(p, bool) or p not in (0, 1, 2):
+                raise ConfigError(
+                    f"scorer={self._scorer!r}: returned {p!r} for message id={m.id!r}; "
+                    "must return 0, 1 or 2"
+                )
+            if p != m.priority:
+                m = m.replace(priority=p)
+        return m, self._view_engine.log.count(m)
+
+    def _apply(self, m: Message, t: int) -> None:
+        """Put an accepted (logged) message into the view."""
+        self._ids.add(m.id)
+        self._view_engine.add(m, t)
+
+    def _load_gen(self) -> Gen[None]:
+        """Replay the store's messages into the view, once."""
+        if self._loaded:
+            return
+        items = yield StoreOp("get_items")
+        seen: set[str] = set()
+        counted: list[tuple[Message, int]] = []
+        log = self._view_engine.log
+        for i, m in enumerate(items):
+            if not isinstance(m, Message):
+                raise InvalidMessage(f"store item [{i}]", m, "must be a Message")
+            if m.id in seen:
+                raise InvalidMessage(f"store item [{i}].id", m.id, "appears twice in the log")
+            seen.add(m.id)
+            counted.append((m, log.count(m)))
+        self._reset()
+        self._loaded = True
+        for m, t in counted:
+            self._apply(m, t)
+            if self._view_engine.over(self._summary_reserve()):
+                yield from self._compact_gen()
+
+    def _add_gen(self, message: object) -> Gen[Message]:
+        yield from self._load_gen()
+        m, t = self._prepare(message)
+        if m.id != getattr(message, "id", None):
+            self._reids += 1
+        yield StoreOp("add_items", ([m],))
+        self._apply(m, t)
+        if self._view_engine.over(self._summary_reserve()):
+            yield from self._compact_gen()
+        return m
+
+    def _compact_gen(self) -> Gen[None]:
+        """Evict down to the target: plan (summarizer calls), then commit; all or nothing."""
+        engine = self._view_engine
+        try:
+            plan = yield from engine.plan(self._summary_reserve(), summarize=self._summary_on)
+        except SummarizerError as exc:
+            self._failures += 1
+            self._pending_retry = True
+            self.last_error = exc
+            return
+        self._pending_retry = False
+        if not plan.victims and not plan.rewrites and not plan.folded:
+            return
+        self._compressions += sum(
+            1 for _, msgs, _ in plan.rewrites for m in msgs if COMPRESSED_KEY in m.metadata
+        )
+        engine.commit(plan)
+        self._compactions += 1
+
+    def _context_gen(self, format: str) -> Gen[Any]:
+        if format not in ("openai", "anthropic", "messages"):
+            raise ConfigError(
+                f"format={format!r}: must be one of ['openai', 'anthropic', 'messages']"
+            )
+        yield from self._load_gen()
+        v = self._view()
+        prev = self._prev
+        if prev is not None:
+            kept = v.messages is prev or (
+                len(prev) <= len(v.messages) and v.messages[: len(prev)] == prev
+            )
+            self._prefix_kept = kept
+            if not kept:
+                self._prefix_breaks += 1
+        self._prev = v.messages
+        return render_context(v.messages, format, self._rendered)
+
+    def _messages_gen(self, limit: int | None) -> Gen[list[Message]]:
+        items: list[Message] = yield StoreOp("get_items", (check_limit(limit),))
+        return items
+
+    def _clear_gen(self, keep_system: bool) -> Gen[None]:
+        """Empty the log but its leading system messages, all or nothing.
+
+        One atomic call when it can be (``clear_session``, or a store's optional
+        ``truncate(keep)``); else the newest messages are popped one by one and, if the
+        store fails half-way, put back before the error is raised.
+        """
+        _check.flag("keep_system", keep_system)
+        items: list[Message] = yield StoreOp("get_items")
+        keep: list[Message] = []
+        for m in items if keep_system else ():
+            if m.role != "system":
+                break
+            keep.append(m)
+        if not keep:
+            yield StoreOp("clear_session")
+        elif callable(getattr(self._store, "truncate", None)):
+            yield StoreOp("truncate", (len(keep),))
+        else:
+            popped: list[Message] = []
+            try:
+                for _ in range(len(items) - len(keep)):
+                    popped.append((yield StoreOp("pop_item")))
+            except Exception:
+                if popped:
+                    popped.reverse()
+                    yield StoreOp("add_items", ([m for m in popped if m is not None],))
+                raise
+        self._rs.clear()
+        self._reset()
+        self._loaded = True
+        for m in keep:
+            self._apply(m, self._view_engine.log.count(m))
+
+    # -- drivers -----------------------------------------------------------------------
+
+    def _perform(self, step: StoreOp | FoldOp | CompressOp) -> Any:
+        if isinstance(step, StoreOp):
+            if self._store_async:
+                raise ConfigError(
+                    f"store={self._store!r}: is an AsyncStore; use the async "
+                    "methods (aadd, aadd_message, acontext, amessages, aclear)"
+                )
+            return step.checked(getattr(self._store, step.method)(*step.args))
+        if isinstance(step, FoldOp):
+            return self._rs.fold(step.messages)
+        s = self._rs.compress([step.message], summarizer=self._compressor)
+        return compressed_message(step.message, s, self._tok)
+
+    async def _aperform(self, step: StoreOp | FoldOp | CompressOp) -> Any:
+        if isinstance(step, StoreOp):
+            r = await maybe_await(getattr(self._store, step.method)(*step.args))
+            return step.checked(r)
+        if isinstance(step, FoldOp):
+            return await self._rs.afold(step.messages, background=self._background)
+        s = await self._rs.acompress([step.message], summarizer=self._compressor)
+        return compressed_message(step.message, s, self._tok)
+
+    def _run(self, gen: Gen[T]) -> T:
+        with self._tlock:
+            return drive(gen, self._perform, passthrough=(ConfigError,))
+
+    async def _arun(self, gen: Gen[T]) -> T:
+        async with self._alock.get():
+            return await adrive(gen, self._aperform)
