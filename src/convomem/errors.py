@@ -128,3 +128,83 @@ class OverBudget(ConvomemError):
             f"packed {result.token_count:,} tokens for a budget of {result.budget:,}: "
             f"{problems} (see .result.explain())"
         )
+
+
+class StoreError(ConvomemError):
+    """A durable store failed for a reason that retrying will not fix (the file is not a
+    database, the schema is newer than this version, the disk is full)."""
+
+
+class ConcurrentUpdate(StoreError):
+    """A compare-and-set lost: another writer moved the session first.
+
+    ``field`` is ``"seq"`` (``append(..., expected_seq=)``) or ``"state_version"``
+    (``save_state(..., expected_version=)``); ``expected`` is what the caller passed and
+    ``actual`` what is stored now. Nothing was written: re-read and try again.
+    """
+
+    def __init__(self, session_id: str, field: str, expected: int, actual: int) -> None:
+        self.session_id = session_id
+        self.field = field
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"session {session_id!r}: {field} is {actual}, not the expected {expected}; "
+            "another writer moved the session (nothing was written; re-read and retry)"
+        )
+
+
+class MessageConflict(StoreError, ValueError):
+    """An append re-sent a message id the session already stores with other content.
+
+    ``seq`` is where the stored message is. Nothing of the batch was written.
+    """
+
+    def __init__(self, session_id: str, message_id: str, seq: int, problem: str) -> None:
+        self.session_id = session_id
+        self.message_id = message_id
+        self.seq = seq
+        super().__init__(
+            f"session {session_id!r}: message id {message_id!r} (seq {seq}): {problem}"
+        )
+
+
+class CorruptRecord(StoreError):
+    """A stored message cannot be read back; names the session and the seq.
+
+    The valid rows are never hidden: ``messages`` holds every valid message the read
+    covered (oldest first, or in the page's order), ``seqs`` every unreadable seq, and
+    ``cursor`` (for a page) where to resume past the page.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        seqs: list[int],
+        problem: str,
+        *,
+        messages: list[Message],
+        cursor: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.seq = seqs[0]
+        self.seqs = seqs
+        self.messages = messages
+        self.cursor = cursor
+        more = f" (and {len(seqs) - 1} more unreadable rows)" if len(seqs) > 1 else ""
+        super().__init__(
+            f"session {session_id!r}: the message at seq {seqs[0]} cannot be read: {problem}"
+            f"{more}; the {len(messages)} valid messages are in .messages"
+        )
+
+
+class SessionOwnerMismatch(StoreError, PermissionError):
+    """A session was opened for a user who does not own it (nothing was read or written)."""
+
+    def __init__(self, session_id: str, tenant: str | None, user_id: str | None) -> None:
+        self.session_id = session_id
+        self.tenant = tenant
+        self.user_id = user_id
+        super().__init__(
+            f"session {session_id!r} (tenant {tenant!r}) is not owned by user_id={user_id!r}"
+        )
