@@ -185,3 +185,17 @@ def test_converting_the_same_list_twice_gives_the_same_ids() -> None:
     dicts = [{"role": "user", "content": "ok"}, {"role": "user", "content": "ok"}]
     assert [m.id for m in from_openai(dicts)] == [m.id for m in from_openai(dicts)]
     assert len({m.id for m in from_openai(dicts)}) == 2
+
+
+@pytest.mark.parametrize("pin", [("system",), ("system", "last_user")])
+def test_the_anthropic_context_starts_with_a_user_turn(pin: tuple[str, ...]) -> None:
+    """A view cut between turns may start with an assistant message: Anthropic rejects that."""
+    mem = ConversationMemory(240, pin=pin)
+    mem.add("system", "You track parcels.")
+    for i in range(3):
+        mem.add("user", f"Question {i} about the parcel to Larimer St?")
+        for j in range(8):
+            mem.add("assistant", f"Update {i}.{j}: it left depot {j} and is on its way.")
+            ctx = mem.context("anthropic")
+            assert ctx["messages"] and ctx["messages"][0]["role"] == "user"
+            assert all(m["content"] for m in ctx["messages"])

@@ -16,7 +16,7 @@ from .. import _check
 from ..errors import ConfigError
 from ..formats.anthropic import to_anthropic
 from ..formats.openai import to_openai
-from ..model import COMPRESSED_KEY, Message, ToolResultBlock
+from ..model import COMPRESSED_KEY, Message, ToolResultBlock, starts_turn
 from ..stores import check_items
 from ..summaries import (
     ExtractiveSummarizer,
@@ -193,7 +193,7 @@ def render_context(
     if format == "messages":
         return list(messages)
     if format == "anthropic":
-        system, out = to_anthropic(messages)
+        system, out = to_anthropic(_from_first_turn(messages))
         return {"messages": out} if system is None else {"system": system, "messages": out}
     result: list[dict[str, Any]] = []
     for m in messages:
@@ -206,6 +206,26 @@ def render_context(
         for key in [k for k in cache if k not in live]:
             del cache[key]
     return [_copy(d) for d in result]
+
+
+CONTINUED: Final = "[The earlier turns of this conversation are summarized above.]"
+"""The user turn an Anthropic context starts with when its view holds no user turn."""
+
+
+def _from_first_turn(messages: list[Message]) -> list[Message]:
+    """``messages`` arranged to start (after system messages) with a user turn, as an
+    Anthropic request must. A view cut between turns may start with the end of the
+    previous turn: that part is left out of this request (it stays in the log, and its
+    turn in the summary). A view with no user turn at all gets a one-line stand-in."""
+    system = [m for m in messages if m.role == "system"]
+    rest = [m for m in messages if m.role != "system"]
+    first = next((i for i, m in enumerate(rest) if starts_turn(m)), None)
+    if first == 0 or not rest:
+        return messages
+    if first is None:
+        return [*system, Message("convomem_continued", "user", content=CONTINUED), *rest]
+    skipped = set(map(id, rest[:first]))
+    return [m for m in messages if id(m) not in skipped]
 
 
 def _copy(value: Any) -> Any:
