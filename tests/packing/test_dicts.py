@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convomem.errors import InvalidMessage
+from convomem.errors import ConfigError, InvalidMessage
 from convomem.formats.anthropic import from_anthropic
 from convomem.formats.openai import from_openai, to_openai
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
@@ -113,10 +113,13 @@ def anthropic_dicts(draw: Any, max_size: int = 16) -> list[dict[str, Any]]:
     return out
 
 
-def mutate(draw: Any, items: list[dict[str, Any]]) -> str:
-    """Change the list the way callers do, in place; returns what was done."""
+def mutate(draw: Any, items: list[dict[str, Any]], in_place: bool = True) -> str:
+    """Change the list the way callers do, editing old dicts in place (or, with
+    ``in_place=False``, editing new copies of them); returns what was done."""
     ops = ["append", "append", "same", "truncate", "rebuild", "edit", "nested", "retype"]
     op = draw(st.sampled_from(ops))
+    if not in_place and op in ("edit", "nested", "retype"):
+        items[:] = copy.deepcopy(items)
     if op == "truncate" and items:
         del items[draw(st.integers(0, len(items) - 1)) :]
     elif op == "rebuild":
@@ -158,16 +161,17 @@ STRATEGIES: tuple[Callable[[], Any], ...] = (
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), base=openai_dicts(), budget=st.integers(5, 300),
-       which=st.integers(0, len(STRATEGIES) - 1))  # fmt: skip
+       which=st.integers(0, len(STRATEGIES) - 1), trust=st.booleans())  # fmt: skip
 def test_pack_openai_with_memory_equals_a_cold_pack(
-    data: Any, base: list[dict[str, Any]], budget: int, which: int
+    data: Any, base: list[dict[str, Any]], budget: int, which: int, trust: bool
 ) -> None:
+    """With ``assume_unchanged`` the caller keeps its promise: edits make new dicts."""
     make = STRATEGIES[which]
-    packer = Packer(budget=budget, strategy=make(), pin=("last_user",))
+    packer = Packer(budget=budget, strategy=make(), pin=("last_user",), assume_unchanged=trust)
     pool = list(base) + data.draw(openai_dicts(max_size=6))
     items: list[dict[str, Any]] = []
     for _ in range(data.draw(st.integers(1, 8))):
-        if mutate(data.draw, items) == "append":
+        if mutate(data.draw, items, in_place=not trust) == "append":
             items.extend(pool[len(items) : len(items) + data.draw(st.integers(1, 3))])
         expected = Packer(budget=budget, strategy=make(), pin=("last_user",)).pack(
             from_openai(copy.deepcopy(items))
@@ -185,16 +189,16 @@ def test_pack_openai_with_memory_equals_a_cold_pack(
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), base=anthropic_dicts(), budget=st.integers(5, 300),
-       which=st.integers(0, len(STRATEGIES) - 1),
+       which=st.integers(0, len(STRATEGIES) - 1), trust=st.booleans(),
        system=st.sampled_from((None, "be brief", [{"type": "text", "text": "brief"}])))  # fmt: skip
 def test_pack_anthropic_with_memory_equals_a_cold_pack(
-    data: Any, base: list[dict[str, Any]], budget: int, which: int, system: Any
+    data: Any, base: list[dict[str, Any]], budget: int, which: int, trust: bool, system: Any
 ) -> None:
     make = STRATEGIES[which]
-    packer = Packer(budget=budget, strategy=make())
+    packer = Packer(budget=budget, strategy=make(), assume_unchanged=trust)
     items: list[dict[str, Any]] = []
     for _ in range(data.draw(st.integers(1, 8))):
-        if mutate(data.draw, items) == "append":
+        if mutate(data.draw, items, in_place=not trust) == "append":
             items.extend(base[len(items) : len(items) + data.draw(st.integers(1, 3))])
         if data.draw(st.integers(0, 5)) == 0:
             system = "a new system prompt"
@@ -238,6 +242,23 @@ def test_only_new_dicts_are_converted_and_counted(monkeypatch: pytest.MonkeyPatc
     history[5]["content"] = "edited in place"  # the prefix changed: converted from there
     r = packer.pack_openai(history, result=True).result
     assert converted[-1] == len(history) - 5 and r.messages[5].content == "edited in place"
+
+
+def test_assume_unchanged_trusts_identity_and_never_counts_stale() -> None:
+    tok = ApproxTokenizer()
+    packer = Packer(budget=1_000, tokenizer=tok, assume_unchanged=True)
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    packer.pack_openai(history)
+    history[1]["content"] = "hello " * 100  # the promise is broken: not seen...
+    out, r = packer.pack_openai(history, result=True)
+    assert r.messages[1].content == "hello"
+    assert r.token_count == tok.count_messages(r.kept) < 30  # ...and counted as sent
+    history[1] = dict(history[1])  # an equal dict, a new object: converted again
+    out, r = packer.pack_openai(history, result=True)
+    assert r.messages[1].content == "hello " * 100 and out[1] is history[1]
+    assert Packer(budget=1, assume_unchanged=True).assume_unchanged
+    with pytest.raises(ConfigError, match="assume_unchanged="):
+        Packer(budget=1, assume_unchanged=1)  # type: ignore[arg-type]
 
 
 def test_a_bad_dict_names_its_position_and_changes_nothing() -> None:
@@ -364,3 +385,50 @@ def test_every_anthropic_request_is_valid(
         assert messages or not items
     if not messages and items:
         assert result.unstartable and "no user turn to start on" in result.explain()
+
+
+# ------------------------------------------------------------------- snapshot semantics
+
+LEAVES = (
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from((0.0, -0.0, 1.0, 2.5))
+    | st.floats(allow_nan=True, allow_infinity=False, width=16) | st.text("ab", max_size=2)
+)  # fmt: skip
+JSON = st.recursive(
+    LEAVES,
+    lambda kids: (
+        st.lists(kids, max_size=3)
+        | st.tuples(kids)
+        | st.dictionaries(st.text("ab", max_size=2), kids, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Brute force: equal as JSON values, each number keeping its type (1, 1.0 and True
+    differ; -0.0 and 0.0 differ; NaN equals NaN); object keys in any order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return bool(a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=JSON, b=JSON, data=st.data())
+def test_a_snapshot_equals_exactly_the_same_json(a: Any, b: Any, data: Any) -> None:
+    from convomem.packing.provider import snapshot
+
+    snap = snapshot(a)
+    assert (a == snap) is True and (a != snap) is False  # itself, NaN included
+    assert (b == snap) == same(a, b) and (b != snap) == (not same(a, b))
+    near = copy.deepcopy(a)  # a copy with one leaf changed in type or value
+    assert (near == snap) is True
+    if isinstance(near, dict) and near:
+        k = data.draw(st.sampled_from(sorted(near)))
+        near[k] = data.draw(LEAVES)
+        assert (near == snap) == same(a, near)

@@ -42,8 +42,10 @@ class Packer:
     message, but no token counting). ``pack_openai`` / ``pack_anthropic`` remember the
     dicts they converted (as private snapshots, see ``packing.provider``), so a list
     that grows by a dict per turn costs one C-level comparison of the old dicts and the
-    conversion of the new one. Between calls the Packer holds only the messages its
-    cache describes, so a caller's old lists are freed by the caller.
+    conversion of the new one; ``assume_unchanged=True`` (like git's) trusts that dicts
+    already passed are never edited in place and compares identities only (cheaper; an
+    in-place edit is then not seen). Between calls the Packer holds only the messages
+    its cache describes, so a caller's old lists are freed by the caller.
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class Packer:
         pin: Iterable[PinSpec] | PinSpec | None = SYSTEM,
         unanswered: Unanswered = "drop",
         start_on: StartOn = None,
+        assume_unchanged: bool = False,
     ) -> None:
         self._budget = check_budget(budget)
         self._tokenizer = get_tokenizer(tokenizer)
@@ -66,6 +69,7 @@ class Packer:
         self._policy = PinPolicy(pin)
         self._unanswered = check_unanswered(unanswered)
         self._start_on = _check_start_on(start_on)
+        self._assume_unchanged = flag("assume_unchanged", assume_unchanged)
         self._stub_cache: dict[str, Message] = {}
         self._live = self._new_table()
         self._inputs: dict[Kind, DictInput] = {}
@@ -97,6 +101,10 @@ class Packer:
     @property
     def start_on(self) -> StartOn:
         return self._start_on
+
+    @property
+    def assume_unchanged(self) -> bool:
+        return self._assume_unchanged
 
     def _stub(self, call_id: str) -> Message:
         stub = self._stub_cache.get(call_id)
@@ -130,14 +138,14 @@ class Packer:
     ) -> tuple[LiveTable, bool, list[Message]]:
         """``_enter`` for provider dicts: only the dicts new since the last call convert."""
         if not self._lock.acquire(blocking=False):
-            msgs = DictInput(kind).convert(items, system)[0]
+            msgs = DictInput(kind, self._assume_unchanged).convert(items, system)[0]
             fresh = self._new_table()
             fresh.update(msgs)
             return fresh, False, msgs
         try:
             state = self._inputs.get(kind)
             if state is None:
-                state = self._inputs[kind] = DictInput(kind)
+                state = self._inputs[kind] = DictInput(kind, self._assume_unchanged)
             msgs, unchanged = state.convert(items, system)
             live = self._live
             # The table last described this input's previous list, which the new one

@@ -15,6 +15,13 @@ so they cost one dict or list per container), and numbers are wrapped so that ``
 compare equal. Objects that are not plain JSON compare through their ``model_dump()``
 (SDK models) or never (anything else: such a dict is converted again every call).
 
+The comparison reads every dict each call (C-level, but about 20x the cost of an
+identity check). ``assume_unchanged=True`` trusts, as git's ``--assume-unchanged``
+does, that dicts already passed are never edited in place: the prefix is then proved
+by object identity only (a rebuilt dict, even an equal one, counts as a change), and an
+in-place edit is not seen; what was converted is sent, counted as sent, so a count is
+never stale even then.
+
 Ids are those a cold conversion gives (content digest plus occurrence number): the
 occurrence counter is kept across calls and cut back to the first changed dict.
 """
@@ -26,7 +33,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, count
-from operator import ne
+from operator import is_, is_not, ne
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from ..errors import InvalidMessage
@@ -69,21 +76,25 @@ class PackedAnthropic(NamedTuple):
 
 
 class _Num:
-    """A number in a snapshot: equal only to a number of the same type and value."""
+    """A number in a snapshot: equal only to a number of the same type and value (and,
+    for floats, the same sign of zero; NaN equals NaN)."""
 
-    __slots__ = ("cls", "text", "v")
+    __slots__ = ("cls", "nan", "v", "zero_sign")
 
     def __init__(self, v: Any) -> None:
         self.v = v
         self.cls = v.__class__
-        self.text = repr(v) if isinstance(v, float) else None  # tells -0.0 from 0.0
+        is_float = isinstance(v, float)
+        self.nan = is_float and v != v
+        self.zero_sign = math.copysign(1.0, v) if is_float and v == 0 else None
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.cls:
             return False
-        if self.text is None:
-            return bool(other == self.v)
-        return repr(other) == self.text or (math.isnan(self.v) and other != other)
+        if other == self.v:
+            sign = self.zero_sign
+            return sign is None or math.copysign(1.0, other) == sign  # type: ignore[arg-type]
+        return self.nan and other != other
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -176,11 +187,12 @@ class DictInput:
     messages are the very objects the previous call returned.
     """
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, assume_unchanged: bool = False) -> None:
         self.kind = kind
+        self.assume_unchanged = assume_unchanged
         self.tag = "oa" if kind == "openai" else "an"
         self.prefix = f"{DERIVED_ID_PREFIX}{self.tag}_"
-        self.snaps: list[Any] = []  # private snapshots of the dicts converted
+        self.snaps: list[Any] = []  # private snapshots of the dicts (or the dicts themselves)
         self.body: list[Message] = []  # their messages
         self.keys: list[str | None] = []  # the occurrence key of each derived id
         self.keys_known = True  # every derived id's key could be told
@@ -226,7 +238,12 @@ class DictInput:
     def convert(self, items: list[Any], system: Any = None) -> tuple[list[Message], int]:
         from_fmt, stable_id = self._converters()
         k = len(self.snaps)
-        if len(items) >= k and items[:k] == self.snaps:
+        if self.assume_unchanged:  # the very same objects (C-level identity checks)
+            if len(items) >= k and all(map(is_, items, self.snaps)):
+                j = k
+            else:
+                j = next(compress(count(), map(is_not, items, self.snaps)), min(k, len(items)))
+        elif len(items) >= k and items[:k] == self.snaps:
             j = k
         else:  # the first dict that differs (C-level), or the end of the shorter list
             j = next(compress(count(), map(ne, items, self.snaps)), min(k, len(items)))
@@ -257,7 +274,7 @@ class DictInput:
         if any(key is None and d.get("id") is None for key, d in zip(keys, new, strict=True)):
             self.keys_known = False
         del self.snaps[j:], self.body[j:], self.keys[j:]
-        self.snaps += [snapshot(d) for d in new]
+        self.snaps += new if self.assume_unchanged else [snapshot(d) for d in new]
         self.body += converted
         self.keys += keys
         if head_same and j == k:
@@ -286,5 +303,5 @@ class DictInput:
         """Convert everything afresh (some items are not dicts); nothing is remembered."""
         anthropic = self.kind == "anthropic"
         converted = from_fmt(items, system=system) if anthropic else from_fmt(items)
-        self.__init__(self.kind)  # type: ignore[misc]
+        self.__init__(self.kind, self.assume_unchanged)  # type: ignore[misc]
         return converted, 0
