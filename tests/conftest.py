@@ -7,9 +7,16 @@ sit here, so this folder is put on ``sys.path`` for them.
 import sys
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-settings.register_profile("convomem", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# No "explain" phase: its line tracer makes shrinking a failure many times slower on a
+# loaded machine, and the minimal failing example is what a reader needs.
+settings.register_profile(
+    "convomem",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+)
 settings.load_profile("convomem")
