@@ -1,4 +1,5 @@
-"""Stores: the Store seam, paginated loading and forgetting old conversations."""
+"""Stores: the Store seam, durable session stores (``open_store``), paginated loading
+and forgetting old conversations."""
 
 from .base import (
     AsyncStore,
@@ -6,6 +7,16 @@ from .base import (
     Store,
     check_items,
     check_limit,
+)
+from .database import (
+    AsyncSessionStore,
+    AsyncStoreDatabase,
+    LogEntry,
+    SessionInfo,
+    SessionStore,
+    StoreDatabase,
+    StoreStats,
+    TTLPolicy,
 )
 from .forgetting import (
     evict_conversations,
@@ -17,17 +28,28 @@ from .loading import (
     iter_history,
     load_history,
 )
+from .opening import aopen_store, open_store
 
 __all__ = [
+    "AsyncSessionStore",
     "AsyncStore",
+    "AsyncStoreDatabase",
     "InMemoryStore",
     "LoadProgress",
+    "LogEntry",
+    "SessionInfo",
+    "SessionStore",
     "Store",
+    "StoreDatabase",
+    "StoreStats",
+    "TTLPolicy",
     "aiter_history",
     "aload_history",
+    "aopen_store",
     "check_items",
     "check_limit",
     "evict_conversations",
     "iter_history",
     "load_history",
+    "open_store",
 ]

@@ -1,0 +1,288 @@
+"""The SQLite writes: each runs inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` opened by the
+driver, so when one raises, the driver rolls back and nothing was written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import ConcurrentUpdate, ConfigError, MessageConflict, SessionOwnerMismatch
+from ..model import Message
+from ._sqlite_ops import COLS, MSG_NO_COUNTS, Key, Row, Tx, alive, chunks
+from .records import EncodedMessage, decode_counts, decode_rows, dumps
+
+
+def _lookup_for_write(tx: Tx, key: Key, *, create: bool) -> Row | None:
+    """``lookup`` inside a write: an expired session is deleted first (a write starts a
+    fresh one), and a missing one is created when ``create``."""
+    found = tx.conn.one(
+        f"SELECT {COLS} FROM convomem_sessions WHERE tenant = ? AND session_id = ?",
+        (key.tenant, key.session_id),
+    )
+    if found is not None and not alive(tx, Row(*found)):
+        tx.conn.run("DELETE FROM convomem_sessions WHERE pk = ?", (found[0],))
+        found = None
+    if found is None:
+        if not create:
+            return None
+        expires = tx.ttl.expires_at(tx.now)
+        cur = tx.conn.run(
+            "INSERT INTO convomem_sessions (tenant, session_id, user_id, created_at, "
+            "updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (key.tenant, key.session_id, key.user_id, tx.now, tx.now, expires),
+        )
+        assert cur.lastrowid is not None
+        return Row(cur.lastrowid, key.user_id, tx.now, tx.now, expires, "{}", 1, 0, 0, 0)
+    row = Row(*found)
+    if key.user_id is not None and row.user_id != key.user_id:
+        raise SessionOwnerMismatch(key.session_id, key.tenant_or_none, key.user_id)
+    return row
+
+
+def _touch(tx: Tx, row: Row) -> tuple[float, float | None]:
+    """``updated_at`` and ``expires_at`` after a write."""
+    return tx.now, tx.ttl.expires_at(tx.now) if tx.ttl.on_write else row.expires_at
+
+
+def _by_id(tx: Tx, pk: int, ids: list[str], column: str) -> dict[str, tuple[int, Any]]:
+    """``{message_id: (seq, column)}`` of the ids the session stores."""
+    out: dict[str, tuple[int, Any]] = {}
+    for part in chunks(ids):
+        marks = ",".join("?" * len(part))
+        for seq, mid, value in tx.conn.all(
+            f"SELECT seq, message_id, {column} FROM convomem_messages "
+            f"WHERE session_pk = ? AND message_id IN ({marks})",
+            (pk, *part),
+        ):
+            out[mid] = (seq, value)
+    return out
+
+
+def _same(stored: str, new: EncodedMessage) -> bool:
+    if stored == new.data:
+        return True
+    try:  # the same message may be written with its metadata's keys in another order
+        return bool(Message.from_dict(json.loads(stored)) == new.message)
+    except Exception:
+        return False
+
+
+def _check_replay(
+    key: Key, batch: list[EncodedMessage], stored: dict[str, tuple[int, str]]
+) -> list[EncodedMessage]:
+    """The messages of ``batch`` that are new; raises ``MessageConflict`` for a stored id
+    with other content, or a stored message after a new one (the batch would be split)."""
+    new: list[EncodedMessage] = []
+    for m in batch:
+        hit = stored.get(m.id)
+        if hit is None:
+            new.append(m)
+            continue
+        if not _same(hit[1], m):
+            raise MessageConflict(key.session_id, m.id, hit[0], "is stored with other content")
+        if new:
+            raise MessageConflict(
+                key.session_id,
+                m.id,
+                hit[0],
+                f"is already stored, after {new[0].id!r} of this batch which is not: "
+                "a re-sent batch must be sent again whole, in its order",
+            )
+    return new
+
+
+def append(
+    tx: Tx,
+    key: Key,
+    batch: list[EncodedMessage],
+    expected_seq: int | None,
+    state: str | None,
+    has_state: bool,
+    expected_version: int | None,
+    counts: dict[str, str],
+) -> int:
+    """Append ``batch`` (and ``state``); the seq of the batch's last message."""
+    c = tx.conn
+    row = _lookup_for_write(tx, key, create=bool(batch) or has_state)
+    last = 0 if row is None else row.last_seq
+    version = 0 if row is None else row.state_version
+    seq_ok = expected_seq is None or expected_seq == last
+    version_ok = expected_version is None or expected_version == version
+    if row is None or (not batch and not has_state):
+        if not seq_ok:
+            raise ConcurrentUpdate(key.session_id, "seq", expected_seq or 0, last)
+        if not version_ok:
+            raise ConcurrentUpdate(key.session_id, "state_version", expected_version or 0, version)
+        return last
+    new = batch
+    insert = (
+        "INSERT INTO convomem_messages (session_pk, seq, message_id, data, counts) "
+        "VALUES (?, ?, ?, ?, ?)"
+    )
+    start = row.next_seq
+    inserted = False
+    if seq_ok and version_ok and batch:
+        # The common case, every message new: insert at once and let the unique index
+        # find a re-sent id; then fall back to the careful path below.
+        n = c.many(
+            insert + " ON CONFLICT (session_pk, message_id) DO NOTHING",
+            [(row.pk, start + i, m.id, m.data, counts.get(m.id)) for i, m in enumerate(batch)],
+        )
+        inserted = n == len(batch)
+        if not inserted and n:
+            c.run(
+                "DELETE FROM convomem_messages WHERE session_pk = ? AND seq >= ?", (row.pk, start)
+            )
+    if not inserted:
+        stored = _by_id(tx, row.pk, [m.id for m in batch], "data")
+        new = _check_replay(key, batch, stored)
+        same_state = not has_state or (
+            c.one("SELECT state FROM convomem_sessions WHERE pk = ?", (row.pk,))[0] == state
+        )
+        if not new and same_state:
+            return stored[batch[-1].id][0] if batch else last  # a replay: nothing to do
+        if not seq_ok:
+            raise ConcurrentUpdate(key.session_id, "seq", expected_seq or 0, last)
+        if not version_ok:
+            raise ConcurrentUpdate(key.session_id, "state_version", expected_version or 0, version)
+        c.many(
+            insert, [(row.pk, start + i, m.id, m.data, counts.get(m.id)) for i, m in enumerate(new)]
+        )
+    updated, expires = _touch(tx, row)
+    end = start + len(new) - 1
+    new_last = end if new else last
+    sets = (
+        "next_seq = ?, last_seq = ?, message_count = message_count + ?, "
+        "updated_at = ?, expires_at = ?"
+    )
+    params: list[Any] = [end + 1, new_last, len(new), updated, expires]
+    if has_state:
+        sets += ", state = ?, state_version = state_version + 1"
+        params.append(state)
+    c.run(f"UPDATE convomem_sessions SET {sets} WHERE pk = ?", (*params, row.pk))
+    return new_last
+
+
+def _set_tail(tx: Tx, row: Row, removed: int, extra: str = "") -> None:
+    """After messages were removed from the tail: the new newest seq and the count."""
+    newest = tx.conn.one(
+        "SELECT seq FROM convomem_messages WHERE session_pk = ? ORDER BY seq DESC LIMIT 1",
+        (row.pk,),
+    )
+    updated, expires = _touch(tx, row)
+    tx.conn.run(
+        "UPDATE convomem_sessions SET last_seq = ?, message_count = message_count - ?, "
+        f"updated_at = ?, expires_at = ?{extra} WHERE pk = ?",
+        (0 if newest is None else newest[0], removed, updated, expires, row.pk),
+    )
+
+
+def pop_item(tx: Tx, key: Key) -> Message | None:
+    row = _lookup_for_write(tx, key, create=False)
+    if row is None:
+        return None
+    newest = tx.conn.one(MSG_NO_COUNTS + " ORDER BY seq DESC LIMIT 1", (row.pk,))
+    if newest is None:
+        return None
+    message = decode_rows(key.session_id, [newest])[0].message
+    tx.conn.run(
+        "DELETE FROM convomem_messages WHERE session_pk = ? AND seq = ?", (row.pk, newest[0])
+    )
+    _set_tail(tx, row, 1)
+    return message
+
+
+def truncate(tx: Tx, key: Key, keep: int) -> None:
+    row = _lookup_for_write(tx, key, create=False)
+    if row is None or keep >= row.message_count:
+        return
+    cut = 0
+    if keep:
+        cut = tx.conn.one(
+            "SELECT seq FROM convomem_messages WHERE session_pk = ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (row.pk, keep - 1),
+        )[0]
+    n = tx.conn.run(
+        "DELETE FROM convomem_messages WHERE session_pk = ? AND seq > ?", (row.pk, cut)
+    ).rowcount
+    _set_tail(tx, row, n)
+
+
+def clear_session(tx: Tx, key: Key) -> None:
+    row = _lookup_for_write(tx, key, create=False)
+    if row is None:
+        return
+    n = tx.conn.run("DELETE FROM convomem_messages WHERE session_pk = ?", (row.pk,)).rowcount
+    # The derived state described the log: it goes with it (a new version, so a writer
+    # holding the old one cannot put it back).
+    _set_tail(tx, row, n, ", state_version = state_version + (state IS NOT NULL), state = NULL")
+
+
+def save_state(tx: Tx, key: Key, state: str | None, expected_version: int) -> int:
+    row = _lookup_for_write(tx, key, create=True)
+    assert row is not None
+    if row.state_version != expected_version:
+        raise ConcurrentUpdate(key.session_id, "state_version", expected_version, row.state_version)
+    updated, expires = _touch(tx, row)
+    tx.conn.run(
+        "UPDATE convomem_sessions SET state = ?, state_version = state_version + 1, "
+        "updated_at = ?, expires_at = ? WHERE pk = ?",
+        (state, updated, expires, row.pk),
+    )
+    return row.state_version + 1
+
+
+def set_counts(tx: Tx, key: Key, counts: dict[str, dict[str, int]]) -> None:
+    """Merge counts into the stored ones (other tokenizers' counts are kept)."""
+    row = _lookup_for_write(tx, key, create=False)
+    ids = list(counts)
+    have = {} if row is None else _by_id(tx, row.pk, ids, "counts")
+    for mid in ids:
+        if mid not in have:
+            raise ConfigError(f"counts[{mid!r}]: session {key.session_id!r} has no such message")
+    if row is not None and ids:
+        tx.conn.many(
+            "UPDATE convomem_messages SET counts = ? WHERE session_pk = ? AND message_id = ?",
+            [(dumps(decode_counts(have[mid][1]) | counts[mid]), row.pk, mid) for mid in ids],
+        )
+
+
+def set_metadata(tx: Tx, key: Key, metadata: str) -> None:
+    row = _lookup_for_write(tx, key, create=True)
+    assert row is not None
+    updated, expires = _touch(tx, row)
+    tx.conn.run(
+        "UPDATE convomem_sessions SET metadata = ?, updated_at = ?, expires_at = ? WHERE pk = ?",
+        (metadata, updated, expires, row.pk),
+    )
+
+
+# -- the database -----------------------------------------------------------------------
+
+
+def delete_session(tx: Tx, key: Key) -> bool:
+    found = tx.conn.one(
+        "SELECT pk, user_id, expires_at FROM convomem_sessions WHERE tenant = ? AND session_id = ?",
+        (key.tenant, key.session_id),
+    )
+    if found is None:
+        return False
+    pk, owner, expires_at = found
+    visible = expires_at is None or expires_at > tx.now
+    if visible and key.user_id is not None and owner != key.user_id:
+        raise SessionOwnerMismatch(key.session_id, key.tenant_or_none, key.user_id)
+    tx.conn.run("DELETE FROM convomem_sessions WHERE pk = ?", (pk,))
+    return visible
+
+
+def erase_user(tx: Tx, tenant: str, user_id: str) -> int:
+    return tx.conn.run(
+        "DELETE FROM convomem_sessions WHERE tenant = ? AND user_id = ?", (tenant, user_id)
+    ).rowcount
+
+
+def sweep(tx: Tx) -> int:
+    return tx.conn.run(
+        "DELETE FROM convomem_sessions WHERE expires_at IS NOT NULL AND expires_at <= ?",
+        (tx.now,),
+    ).rowcount

@@ -1,0 +1,369 @@
+"""Durable sessions in SQLite (stdlib ``sqlite3``): the default store.
+
+``open_store("sqlite:///chat.db")`` gives a ``SQLiteDatabase``; ``db.session("s1",
+user_id="u1")`` a ``SQLiteSession`` (a ``SessionStore``). The semantics are the
+backend-neutral ones of ``convomem.stores.database``; what is SQLite's own:
+
+- **Connections.** One per thread (made on first use, closed with the database), in
+  autocommit mode; writes run in ``BEGIN IMMEDIATE`` so a write never fails half-way on
+  a lock upgrade. Safe across threads and across processes on one machine (not on a
+  network file system, where SQLite's locks are not reliable).
+- **The file** is in WAL mode (readers never block the writer), with ``busy_timeout``
+  (default 5 s) for writers waiting for each other, ``synchronous=NORMAL`` (a process
+  crash loses nothing committed; a power cut may lose the last transactions, never
+  corrupt the file; pass ``synchronous="full"`` to fsync every commit) and
+  ``secure_delete`` (erased data is overwritten, not left in free pages).
+- **In memory** (``sqlite://``): a private database shared by every connection of this
+  object (SQLite's ``memdb`` VFS), gone when it is closed.
+- **Faults.** "database is locked" after the busy timeout is a ``TransientError``; each
+  call is retried by the database's ``RetryPolicy`` (by default 3 attempts with jittered
+  waits) before it is raised. Any other SQLite error is a ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .. import _check
+from ..errors import ConfigError, StoreError, TransientError
+from ..model import Message
+from ..retry import RetryPolicy
+from . import _sqlite_ops as ops
+from ._sqlite_calls import (
+    Call,
+    SessionCalls,
+    check_session_key,
+    delete_session_call,
+    erase_user_call,
+    sessions_call,
+    sweep_call,
+)
+from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from .sqlite_schema import configure, migrate
+
+__all__ = ["SQLiteDatabase", "SQLiteSession"]
+
+T = TypeVar("T")
+
+_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
+
+
+class _Connections:
+    """One connection per thread (and per process: a forked child makes its own)."""
+
+    def __init__(self, target: str, *, memory: bool, busy_timeout: float, synchronous: str):
+        self.target = target
+        self.memory = memory
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous
+        self.closed = False
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: weakref.WeakSet[ops.Conn] = weakref.WeakSet()
+        self._done = [0, 0, 0]  # the counts of connections already gone
+        self.anchor: ops.Conn | None = None  # keeps an in-memory database alive
+
+    def get(self) -> ops.Conn:
+        if self.closed:
+            raise StoreError(f"{self.target}: the database is closed")
+        conn: ops.Conn | None = getattr(self._local, "conn", None)
+        if conn is not None and conn.pid == os.getpid():
+            return conn
+        raw = sqlite3.connect(
+            self.target,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=self.memory,
+        )
+        try:
+            configure(
+                raw,
+                busy_timeout=self.busy_timeout,
+                synchronous=self.synchronous,
+                wal=not self.memory,
+            )
+        except BaseException:
+            raw.close()
+            raise
+        conn = ops.Conn(raw, os.getpid())
+        weakref.finalize(conn, self._retire, conn.counts)
+        with self._lock:
+            self._open.add(conn)
+        self._local.conn = conn
+        return conn
+
+    def _retire(self, counts: list[int]) -> None:
+        with self._lock:
+            for i, n in enumerate(counts):
+                self._done[i] += n
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            totals = list(self._done)
+            for conn in list(self._open):
+                for i, n in enumerate(conn.counts):
+                    totals[i] += n
+        return StoreStats(statements=totals[0], transactions=totals[1], rows_read=totals[2])
+
+    def close(self) -> None:
+        self.closed = True
+        with self._lock:
+            conns = list(self._open)
+        for conn in conns:
+            conn.raw.close()
+        self.anchor = None
+
+
+def _translate(exc: sqlite3.Error, where: str, busy_timeout: float) -> Exception:
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if (isinstance(code, int) and code & 0xFF in _BUSY_CODES) or text in (
+        "database is locked",
+        "database table is locked",
+    ):
+        return TransientError(f"{where}: {text} (waited the busy timeout of {busy_timeout}s)")
+    return StoreError(f"{where}: {type(exc).__name__}: {text}")
+
+
+class SQLiteDatabase:
+    """Sessions in one SQLite file (or in memory). See the module docstring.
+
+    ``path`` is the file (None: in memory). ``ttl`` (seconds, or a ``TTLPolicy``) and
+    ``ttl_refresh`` (``"write"``, ``"read"`` or ``"never"``) set when sessions expire;
+    ``busy_timeout`` (seconds) how long a writer waits for another; ``retry`` the
+    ``RetryPolicy`` for transient failures; ``clock`` the time (epoch seconds) used for
+    created/updated times and expiry. Prefer ``open_store(url)``.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        ttl: float | TTLPolicy | None = None,
+        ttl_refresh: str = "write",
+        busy_timeout: float = 5.0,
+        synchronous: str = "normal",
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        url: str | None = None,
+    ) -> None:
+        if path is not None and (not isinstance(path, str) or not path):
+            raise ConfigError(f"path={path!r}: must be a file path or None (in memory)")
+        self.ttl = ttl if isinstance(ttl, TTLPolicy) else TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
+        timeout = _check.number("busy_timeout", busy_timeout, minimum=0.0)
+        _check.one_of("synchronous", synchronous, ("normal", "full"))
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+        self._retry = RetryPolicy() if retry is None else retry
+        self._clock = _check.function("clock", clock, "() -> epoch seconds")
+        memory = path is None
+        self.path = path
+        self.url = url or ("sqlite://" if memory else f"sqlite:///{path}")
+        target = f"file:/convomem-{uuid.uuid4().hex}?vfs=memdb" if memory else path
+        self._conns = _Connections(
+            str(target), memory=memory, busy_timeout=timeout, synchronous=synchronous
+        )
+        self._retry.call(self._open)
+
+    def _open(self) -> None:
+        try:
+            conn = self._conns.get()
+            self._conns.anchor = conn
+            migrate(conn.raw)
+        except sqlite3.Error as exc:
+            error = _translate(exc, self._where(), self._conns.busy_timeout)
+            if self.path is not None and "unable to open" in str(exc):
+                error = StoreError(
+                    f"{error} (the file {os.path.abspath(self.path)!r}: does its directory "
+                    "exist? sqlite:///name.db is relative to the working directory, "
+                    "sqlite:////abs/path.db absolute)"
+                )
+            raise error from exc
+
+    def _where(self) -> str:
+        return "sqlite (in memory)" if self.path is None else f"sqlite file {self.path!r}"
+
+    # -- the driver ------------------------------------------------------------------
+
+    def _attempt(self, fn: Callable[[ops.Tx], T], write: bool) -> T:
+        """One attempt of an operation on this thread's connection."""
+        conn = self._conns.get()
+        raw = conn.raw
+        try:
+            tx = ops.Tx(conn, self._clock(), self.ttl)
+            if write:
+                conn.run("BEGIN IMMEDIATE")
+            result = fn(tx)
+            if write:
+                conn.run("COMMIT")
+                conn.counts[1] += 1
+            return result
+        except BaseException as exc:
+            if raw.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # then SQLite has rolled back
+                    raw.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise _translate(exc, self._where(), self._conns.busy_timeout) from exc
+            raise
+
+    def _run(self, call: Call[T]) -> T:
+        result: T = self._retry.call(self._attempt, call.fn, call.write)
+        return result
+
+    # -- the database ----------------------------------------------------------------
+
+    def session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> SQLiteSession:
+        """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
+        return SQLiteSession(self, check_session_key(session_id, user_id, tenant))
+
+    def sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        tenant: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first;
+        pass the returned cursor back for the next page (None: no more)."""
+        return self._run(sessions_call(user_id, tenant, cursor, limit))
+
+    def delete_session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> bool:
+        """Delete a session with its log, state and counts; whether it existed."""
+        return self._run(delete_session_call(session_id, user_id, tenant))
+
+    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
+        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
+        erased = self._run(erase_user_call(user_id, tenant))
+        self._checkpoint()
+        return erased
+
+    def sweep(self) -> int:
+        """Delete the expired sessions; how many."""
+        return self._run(sweep_call())
+
+    def _checkpoint(self) -> None:
+        """Fold the WAL into the file and empty it, so erased data leaves no copy there
+        (best effort: a reader in another process can hold the WAL a while longer)."""
+        if self.path is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conns.get().run("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def stats(self) -> StoreStats:
+        """Statements, write transactions and rows read since the database was opened."""
+        return self._conns.stats()
+
+    def close(self) -> None:
+        """Close every connection (an in-memory database is gone after this)."""
+        self._conns.close()
+
+    def __enter__(self) -> SQLiteDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SQLiteDatabase {self.url}>"
+
+
+class SQLiteSession(SessionCalls):
+    """One session of a ``SQLiteDatabase`` (a ``SessionStore``); see
+    ``convomem.stores.database`` for the semantics of each method."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: SQLiteDatabase, key: ops.Key) -> None:
+        super().__init__(key)
+        self._db = db
+
+    def get_items(self, limit: int | None = None) -> list[Message]:
+        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
+        return self._db._run(self._get_items(limit))
+
+    def add_items(self, items: Sequence[Message]) -> None:
+        """Append messages, all or nothing (``append`` without its options)."""
+        self._db._run(self._append(items, None, None, None, None))
+
+    def pop_item(self) -> Message | None:
+        """Remove and return the newest message (None when the log is empty)."""
+        return self._db._run(self._pop_item())
+
+    def clear_session(self) -> None:
+        """Remove every message and the derived state (the session itself stays)."""
+        self._db._run(self._clear_session())
+
+    def truncate(self, keep: int) -> None:
+        """Keep only the oldest ``keep`` messages, atomically."""
+        self._db._run(self._truncate(keep))
+
+    def append(
+        self,
+        messages: Sequence[Message],
+        *,
+        expected_seq: int | None = None,
+        state: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+        counts: Counts | None = None,
+    ) -> int:
+        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
+        transaction; the seq of the batch's last message."""
+        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
+
+    def page(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[Message], str | None]:
+        """``limit`` messages after ``cursor`` (oldest first), or before it walking
+        back from the newest (``newest_first``, newest first); and the next cursor."""
+        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
+        return [e.message for e in entries], next_cursor
+
+    def entries(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[LogEntry], str | None]:
+        """``page`` with each message's seq and token counts."""
+        return self._db._run(self._entries(cursor, limit, newest_first))
+
+    def last_seq(self) -> int:
+        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
+        return self._db._run(self._last_seq())
+
+    def load_state(self) -> tuple[dict[str, Any] | None, int]:
+        """The derived state (None if never saved) and its version."""
+        return self._db._run(self._load_state())
+
+    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
+        """Replace the derived state if its version is ``expected_version``; the new one."""
+        return self._db._run(self._save_state(state, expected_version))
+
+    def set_counts(self, counts: Counts) -> None:
+        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
+        self._db._run(self._set_counts(counts))
+
+    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        """Stored token counts of these messages (every message when None)."""
+        return self._db._run(self._get_counts(message_ids))
+
+    def info(self) -> SessionInfo | None:
+        """The session's record, or None if it does not exist (or expired)."""
+        return self._db._run(self._info())
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (a JSON object)."""
+        self._db._run(self._set_metadata(metadata))
+
+    def __repr__(self) -> str:
+        return f"<SQLiteSession {self.session_id!r} of {self._db.url}>"
