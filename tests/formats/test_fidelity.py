@@ -535,3 +535,33 @@ def test_to_formats_reject_what_is_not_a_message(convert: Any) -> None:
         convert([Message("u", "user", content="x"), {"role": "user"}])
     assert info.value.field == "messages[1]"
     assert isinstance(info.value, ConvomemError)
+
+
+# -- LangChain: provider items are kept and counted --------------------------------------
+
+
+def test_langchain_provider_items_are_counted_once() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    from convomem.formats.langchain import from_langchain, to_langchain
+
+    thinking = {"type": "thinking", "thinking": "Look it up first.", "signature": "s"}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"id": 1}}
+    ai = lc.AIMessage(
+        [thinking, {"type": "text", "text": "Checking."}, use],
+        tool_calls=[{"name": "lookup", "args": {"id": 1}, "id": "toolu_1", "type": "tool_call"}],
+        id="a1",
+    )
+    (m,) = from_langchain([ai])
+    assert m.content == (
+        OpaqueBlock("langchain", thinking),
+        TextBlock("Checking."),
+        ToolUseBlock("toolu_1", "lookup", {"id": 1}),
+    )  # the tool_use item repeats tool_calls: counted once, as the call
+    assert m.countable_text().count("lookup") == 1 and "Look it up first." in m.countable_text()
+    (back,) = to_langchain([m])
+    assert back.content == ai.content and back.tool_calls == ai.tool_calls
+    # Anthropic blocks and an OpenAI refusal field go where LangChain keeps them.
+    (an,) = to_langchain(from_anthropic([{"role": "assistant", "content": [thinking]}]))
+    assert an.content == [thinking]
+    (oa,) = to_langchain(from_openai([{"role": "assistant", "content": None, "refusal": "No."}]))
+    assert oa.additional_kwargs["refusal"] == "No."

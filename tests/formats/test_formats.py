@@ -864,7 +864,11 @@ def test_langchain_mapping() -> None:
     assert ms[4].content == (ToolResultBlock("call_1", (TextBlock("missing"),), is_error=True),)
     assert ms[4].name is None  # a tool's name is kept aside, not as the message's name
     assert ms[5].content == (TextBlock("Checking more."), ToolUseBlock("toolu_3", "zoom", {"x": 1}))
-    assert ms[7].content == (TextBlock("Done."),)
+    assert ms[7].content == (  # a provider item is kept and counted, not skipped
+        OpaqueBlock("langchain", {"type": "reasoning", "reasoning": "hm"}),
+        TextBlock("Done."),
+    )
+    assert "hm" in ms[7].countable_text()
     assert ms[8].content == (TextBlock("plain"), ImageBlock("https://x/a.png"))
     assert ms[9].content == (ImageBlock("https://x/b.png"),)
     assert ms[10].role == "system"

@@ -66,6 +66,13 @@ SERVER_USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search
         ("anthropic", PDF_DOC, "", True),
         ("anthropic", {"type": "image", "source": {"type": "s3"}}, "", True),
         ("anthropic", SERVER_USE, "", False),
+        # LangChain content items follow either provider's shapes.
+        ("langchain", THINKING, "Check the order first.", False),
+        ("langchain", REFUSAL, "I can't help with that.", False),
+        ("langchain", REDACTED, "", True),
+        ("langchain", AUDIO_IN, "", True),
+        ("langchain", {"type": "reasoning", "reasoning": "hm"}, "", False),
+        ("langchain", {"refusal": "No."}, "", False),  # not a field outside OpenAI
     ],
 )
 def test_text_and_flat_cost_by_kind(

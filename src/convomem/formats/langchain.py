@@ -27,6 +27,7 @@ from ..model import (
     Block,
     ImageBlock,
     Message,
+    OpaqueBlock,
     ResultPart,
     TextBlock,
     ToolResultBlock,
@@ -35,7 +36,7 @@ from ..model import (
 from ..model.blocks import _block_to_dict
 from ..model.values import thaw
 from ._anthropic_read import image_from_anthropic
-from ._common import at_field, message_list, stable_id, tool_arguments
+from ._common import at_block, at_field, message_list, stable_id, tool_arguments
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -93,21 +94,37 @@ def _image_from_langchain(item: Mapping[str, Any], where: str) -> ImageBlock | N
     return None
 
 
-def _blocks_from_content(content: Any, where: str) -> list[TextBlock | ImageBlock]:
-    """The text and image blocks of a LangChain content list; other items are skipped."""
-    out: list[TextBlock | ImageBlock] = []
+_CALL_ITEMS: Final = frozenset(
+    {"tool_use", "tool_call", "tool_call_chunk", "invalid_tool_call", "function_call"}
+)
+"""Content items that repeat ``AIMessage.tool_calls``: skipped, or a call would count twice."""
+
+
+def _blocks_from_content(content: Any, where: str) -> list[ResultPart]:
+    """The blocks of a LangChain content list: text, images, and the rest opaque.
+
+    Provider items (``thinking``, ``reasoning``, ``document``...) become
+    ``OpaqueBlock("langchain", item)``, so they are counted; items repeating tool calls
+    are skipped.
+    """
+    out: list[ResultPart] = []
     for j, item in enumerate(content):
         at = f"{where}[{j}]"
-        if isinstance(item, str):
-            out.append(TextBlock(item))
-        elif not isinstance(item, Mapping):
-            raise InvalidMessage(at, item, "a content item must be a string or an object")
-        elif item.get("type") == "text" and isinstance(item.get("text"), str):
-            out.append(TextBlock(item["text"]))
-        elif item.get("type") in ("image", "image_url"):
-            image = _image_from_langchain(item, at)
-            if image is not None:
+        try:
+            if isinstance(item, str):
+                out.append(TextBlock(item))
+                continue
+            if not isinstance(item, Mapping):
+                raise InvalidMessage(at, item, "a content item must be a string or an object")
+            kind = item.get("type")
+            if kind == "text" and isinstance(item.get("text"), str):
+                out.append(TextBlock(item["text"]))
+            elif kind in ("image", "image_url") and (image := _image_from_langchain(item, at)):
                 out.append(image)
+            elif isinstance(kind, str) and kind and kind not in _CALL_ITEMS:
+                out.append(OpaqueBlock(META, item))
+        except InvalidMessage as exc:
+            raise at_block(at, exc) from None
     return out
 
 
@@ -119,9 +136,14 @@ def _content_form(m: Any, parts: Sequence[Block], kind: str) -> Any:
     return _content_to_langchain(parts, has_calls)
 
 
-def _as_parts(blocks: Sequence[Block]) -> list[TextBlock | ImageBlock]:
-    """The text and image blocks (LangChain content has no place for opaque ones)."""
-    return [b for b in blocks if isinstance(b, TextBlock | ImageBlock)]
+def _as_parts(blocks: Sequence[Block]) -> list[ResultPart]:
+    """The blocks LangChain content can hold: text, images, and typed opaque items."""
+    return [
+        b
+        for b in blocks
+        if isinstance(b, TextBlock | ImageBlock)
+        or (isinstance(b, OpaqueBlock) and isinstance(b.data.get("type"), str))
+    ]
 
 
 def _message_from_langchain(m: Any, i: int, seen: dict[str, int], lc: Any) -> Message:
@@ -231,9 +253,11 @@ def from_langchain(messages: Iterable[BaseMessage]) -> list[Message]:
 # -- convomem -> LangChain ---------------------------------------------------------------
 
 
-def _part_to_langchain(block: TextBlock | ImageBlock) -> dict[str, Any]:
+def _part_to_langchain(block: ResultPart) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
+    if isinstance(block, OpaqueBlock):  # a provider item: LangChain content holds it as is
+        return dict(thaw(block.data))
     return {"type": "image_url", "image_url": {"url": block.source}}
 
 
@@ -313,6 +337,14 @@ def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
             kept = _kept(meta, m.content)
             content = kept if kept is not None else _content_to_langchain(m.content, bool(calls))
         kwargs: dict[str, Any] = {"content": content, "id": msg_id, "name": m.name, **common}
+        fields = {  # an OpenAI refusal or audio field: where ChatOpenAI keeps it
+            k: v
+            for b in m.blocks
+            if isinstance(b, OpaqueBlock) and b.provider == "openai" and "type" not in b.data
+            for k, v in thaw(b.data).items()
+        }
+        if fields:
+            kwargs["additional_kwargs"] = {**fields, **kwargs.get("additional_kwargs", {})}
         if "chat_role" in meta:
             out.append(lc.ChatMessage(role=meta["chat_role"], **kwargs))
         elif m.role == "system":

@@ -23,14 +23,26 @@ OPAQUE_FLAT: Final = frozenset(
 )
 """``(provider, type)`` of opaque blocks with no text: each costs a flat estimate."""
 
+_DIALECTS: Final = {"langchain": ("openai", "anthropic")}
+"""Providers whose blocks follow other providers' shapes (LangChain content holds both)."""
+
+
+def _speaks(provider: str, dialect: str) -> bool:
+    return provider == dialect or dialect in _DIALECTS.get(provider, ())
+
+
+def _listed(table: frozenset[tuple[str, str]], provider: str, kind: str | None) -> bool:
+    return any((p, kind) in table for p in (provider, *_DIALECTS.get(provider, ())))
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class OpaqueBlock:
     """A provider block convomem does not interpret, kept exactly as the provider sent it.
 
     ``data`` is the provider's dict (frozen), ``provider`` the format it came from
-    (``"openai"``, ``"anthropic"``). It goes back unchanged to its own provider; the other
-    provider gets an equivalent where one is faithful, else nothing (see each format).
+    (``"openai"``, ``"anthropic"``, ``"langchain"`` for LangChain content items, which
+    follow either shape). It goes back unchanged to its own provider; the other provider
+    gets an equivalent where one is faithful, else nothing (see each format).
     An OpenAI block without ``type`` holds a message-level field (``{"refusal": ...}``,
     ``{"audio": {"id": ...}}``) and is written back into the message itself.
 
@@ -72,7 +84,7 @@ class OpaqueBlock:
     @property
     def flat_cost(self) -> bool:
         """True when the block has no text and costs a flat estimate."""
-        if (self.provider, self.kind) not in OPAQUE_FLAT:
+        if not _listed(OPAQUE_FLAT, self.provider, self.kind):
             return False
         if self.kind == "document":
             return not self.text()
@@ -83,7 +95,7 @@ class OpaqueBlock:
         text = self.text()
         if text or self.flat_cost:
             return text
-        if (self.provider, self.kind) in _TEXT_KINDS:
+        if _listed(_TEXT_KINDS, self.provider, self.kind):
             return ""  # a known text kind whose text is empty
         return json.dumps(self.data, ensure_ascii=False)
 
@@ -120,11 +132,11 @@ def _is_text_block(block: Mapping[str, Any]) -> bool:
 
 def _opaque_text(provider: str, kind: str | None, data: Mapping[str, Any]) -> str:
     lines: list[str] = []
-    if provider == "openai" and kind == "refusal":
+    if _speaks(provider, "openai") and kind == "refusal":
         lines = _texts(data.get("refusal"))
-    elif provider == "anthropic" and kind == "thinking":
+    elif _speaks(provider, "anthropic") and kind == "thinking":
         lines = _texts(data.get("thinking"))
-    elif provider == "anthropic" and kind in ("document", "search_result"):
+    elif _speaks(provider, "anthropic") and kind in ("document", "search_result"):
         source = data.get("source")
         if kind == "search_result" and isinstance(source, str):
             lines.append(source)
