@@ -36,9 +36,9 @@ from convomem.recall import (
     NearDuplicateFinder,
     find_near_duplicates,
 )
+from convomem.recall import _search as search_mod
 from convomem.recall import cache as cache_mod
 from convomem.recall import embedders as embedders_mod
-from convomem.recall import neardup as emb
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -478,12 +478,12 @@ def ambiguous(vectors: Sequence[Sequence[float]], eligible: Sequence[bool], t: f
 
 @contextmanager
 def column_cells(n: int) -> Iterator[None]:
-    saved = emb._COL_CELLS
-    emb._COL_CELLS = n  # type: ignore[misc]
+    saved = search_mod.COL_CELLS
+    search_mod.COL_CELLS = n  # type: ignore[misc]
     try:
         yield
     finally:
-        emb._COL_CELLS = saved  # type: ignore[misc]
+        search_mod.COL_CELLS = saved  # type: ignore[misc]
 
 
 components = st.one_of(

@@ -10,9 +10,10 @@ from array import array
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
+from .. import _check
 from ..errors import ConfigError, EmbeddingError, InvalidMessage
 from ..model import Message
-from .embedders import EmbedderLike, HashingEmbedder, Vector, _is_int, _numpy
+from .embedders import EmbedderLike, HashingEmbedder, Vector, _numpy
 
 # -- EmbeddingCache --------------------------------------------------------------------
 
@@ -137,7 +138,9 @@ class EmbeddingCache:
     The key is the message's text (``Message.text()``), so messages rebuilt from the
     same dicts every turn, or equal texts in different messages, are embedded once.
     A message whose text is blank (an image-only message, a bare tool call) is not
-    embedded: its vector is the zero vector, which never duplicates anything. Vectors
+    embedded: its vector is the zero vector, which never duplicates anything (empty
+    while nothing has been embedded yet and the dimension is unknown; the search
+    treats an empty vector as a zero vector of any length). Vectors
     are read-only float64 ``memoryview`` objects (``list(v)`` or ``v.tolist()`` copies
     one); the cache keeps at most ``max_size`` texts, dropping the oldest first.
     """
@@ -145,10 +148,8 @@ class EmbeddingCache:
     def __init__(
         self, embedder: EmbedderLike, *, max_size: int = 1_000_000, batch_size: int = 256
     ) -> None:
-        if not _is_int(max_size) or max_size < 0:
-            raise ConfigError(f"max_size={max_size!r}: must be a non-negative integer")
-        if not _is_int(batch_size) or batch_size < 1:
-            raise ConfigError(f"batch_size={batch_size!r}: must be a positive integer")
+        _check.non_negative_int("max_size", max_size)
+        _check.positive_int("batch_size", batch_size)
         sync = _sync_caller(embedder)
         async_ = _async_caller(embedder)
         if sync is None and async_ is None:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
+from .. import _check
 from ..errors import ConfigError, EmbeddingError, MissingDependency
 
 Vector: TypeAlias = Sequence[float]
@@ -65,10 +66,6 @@ _BATCH_CHARS: Final = 1 << 20  # characters hashed per numpy pass (bounds its me
 _LONG_TEXT: Final = 200  # a single text longer than this is hashed with numpy, if installed
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _fmix64(h: int) -> int:
     """MurmurHash3's 64-bit finalizer: spreads FNV's weak low bits over the word."""
     h ^= h >> 33
@@ -103,22 +100,19 @@ class HashingEmbedder:
         seed: int = 0,
         backend: Backend = "auto",
     ) -> None:
-        if not _is_int(dim) or not 1 <= dim <= 1 << 24:
-            raise ConfigError(f"dim={dim!r}: must be a positive integer (at most 2**24)")
+        _check.integer("dim", dim, minimum=1, maximum=1 << 24)
         if (
             not isinstance(ngram, Sequence)
             or isinstance(ngram, str)
             or len(ngram) != 2
-            or not all(_is_int(n) for n in ngram)
+            or not all(map(_check.is_int, ngram))
             or not 1 <= ngram[0] <= ngram[1]
         ):
             raise ConfigError(
                 f"ngram={ngram!r}: must be a pair of integers (lo, hi), 1 <= lo <= hi"
             )
-        if not isinstance(lowercase, bool):
-            raise ConfigError(f"lowercase={lowercase!r}: must be a bool")
-        if not _is_int(seed) or not 0 <= seed < 1 << 64:
-            raise ConfigError(f"seed={seed!r}: must be an integer in [0, 2**64)")
+        _check.flag("lowercase", lowercase)
+        _check.integer("seed", seed, minimum=0, maximum=(1 << 64) - 1)
         self._np = _resolve_backend(backend, "HashingEmbedder")
         self.dim = dim
         self.ngram = (ngram[0], ngram[1])
@@ -262,10 +256,9 @@ def _numpy() -> Any:
     return numpy
 
 
-def _resolve_backend(backend: str, what: str) -> Any:
+def _resolve_backend(backend: object, what: str) -> Any:
     """The numpy module for ``backend`` ("auto": if installed), or None for pure Python."""
-    if backend not in ("auto", "numpy", "python"):
-        raise ConfigError(f"backend={backend!r}: must be 'auto', 'numpy' or 'python'")
+    backend = _check.one_of("backend", backend, ("auto", "numpy", "python"))
     if backend == "python":
         return None
     np = _numpy()

@@ -1,34 +1,29 @@
-"""Exact near-duplicate search over embedding vectors."""
+"""Exact near-duplicate search over embedding vectors, reusing the previous call's work.
+
+``NearDuplicateFinder`` keys everything by the exact float64 bytes of the vectors it is
+given, so sharing one between conversations is safe: a call only reuses work for a
+leading run of vectors equal to the previous call's. The similarity arithmetic lives in
+``_search``.
+"""
 
 from __future__ import annotations
 
-import math
-import numbers
 import operator
-from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, cast
 
+from .. import _check
 from ..errors import ConfigError, EmbeddingError
+from ._search import NumpyState, PythonState, unit_rows
 from .cache import _as_vector, _short
-from .embedders import COSINE_TOLERANCE, Backend, Vector, _is_int, _resolve_backend
-
-# -- near-duplicate search -------------------------------------------------------------
-
-_COL_CELLS: Final = 1 << 24  # similarity cells computed at once (64 MB of float32)
+from .embedders import Backend, Vector, _resolve_backend
 
 
-def _check_options(threshold: float, backend: str, block_size: int) -> Any:
+def _check_options(threshold: object, backend: object, block_size: object) -> Any:
     """Validate the search options; return the numpy module to use, or None."""
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, numbers.Real)
-        or not 0 < threshold <= 1
-    ):
-        raise ConfigError(f"threshold={threshold!r}: must be a number in (0, 1]")
-    if not _is_int(block_size) or block_size < 1:
-        raise ConfigError(f"block_size={block_size!r}: must be a positive integer")
+    _check.fraction("threshold", threshold, low_open=True)
+    _check.positive_int("block_size", block_size)
     return _resolve_backend(backend, "find_near_duplicates")
 
 
@@ -53,8 +48,11 @@ def _row_keys(
 ) -> tuple[list[bytes | None], list[Any], int | None]:
     """Each eligible vector's float64 bytes (None for the others) and its identity tag.
 
-    A tag is the vector object itself when it is immutable (a bytes-backed float64
-    memoryview, as EmbeddingCache returns) or ineligible, else a sentinel. ``prev``
+    An empty vector (what ``EmbeddingCache`` gives a text-less message before it knows
+    the dimension) is a zero vector of no particular length: no key, never a candidate,
+    and not held to the others' dimension. A tag is the vector object itself when it is
+    immutable (a bytes-backed float64 memoryview, as EmbeddingCache returns) or
+    ineligible, else a sentinel. ``prev``
     holds the previous call's tags, keys and flags: an unchanged leading run of identical
     objects is recognised with C-level identity tests and its keys are reused. Also
     returns the vectors' common length (None without eligible vectors).
@@ -67,8 +65,10 @@ def _row_keys(
         and vectors.dtype.kind in "biuf"
     ):
         mat = np.ascontiguousarray(vectors, dtype=np.float64)
+        if not mat.shape[1] or not any(flags):
+            return [None] * n, [_UNTRUSTED] * n, None
         keys: list[bytes | None] = [mat[i].tobytes() if f else None for i, f in enumerate(flags)]
-        return keys, [_UNTRUSTED] * n, mat.shape[1] if any(flags) else None
+        return keys, [_UNTRUSTED] * n, mat.shape[1]
     prev_tags, prev_keys, prev_flags = prev
     same = list(map(operator.is_, vectors, prev_tags))  # stops at the shorter list
     start = same.index(False) if False in same else len(same)
@@ -94,6 +94,8 @@ def _row_keys(
             raise EmbeddingError(f"vectors[{i}]: {exc}") from None
         if type(v) is memoryview and v.obj is key:
             tags[i] = v
+        if not key:
+            continue  # an empty vector: a zero vector, never a candidate
         if dim is None:
             dim, first = len(key) // 8, i
         elif len(key) != 8 * dim:
@@ -102,153 +104,6 @@ def _row_keys(
             )
         keys[i] = key
     return keys, tags, dim
-
-
-def _normalize_python(row: Sequence[float]) -> tuple[float, ...] | None:
-    # Scale by the largest magnitude first: no overflow or underflow, and a vector is
-    # zero exactly when all its numbers are (numpy does the same arithmetic).
-    top = max(map(abs, row), default=0.0)
-    if top == 0.0:
-        return None
-    scaled = [x / top for x in row]
-    norm = math.sqrt(sum(x * x for x in scaled))
-    return tuple(x / norm for x in scaled)
-
-
-def _normalize_numpy(np: Any, mat: Any) -> tuple[Any, Any]:
-    """(mask of nonzero rows, their unit vectors), same arithmetic as the Python path."""
-    top = np.abs(mat).max(axis=1) if mat.shape[1] else np.zeros(mat.shape[0])
-    nonzero = top > 0
-    scaled = mat[nonzero] / top[nonzero, None]
-    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-    return nonzero, scaled / norms[:, None]
-
-
-class _NumpyState:
-    """Unit vectors of the candidates seen so far and which of them survive."""
-
-    def __init__(self, np: Any, dim: int) -> None:
-        self.np = np
-        self.dim = dim
-        self.size = 0  # candidates resolved
-        self.x64 = np.empty((0, dim))
-        self.x32 = np.empty((0, dim), dtype=np.float32)
-        self.dup_of = np.empty(0, dtype=np.intp)  # candidate -> candidate it duplicates, or -1
-        self.s32 = np.empty((0, dim), dtype=np.float32)  # survivors' rows, in order
-        self.surv = np.empty(0, dtype=np.intp)  # survivors' candidate numbers
-        self.k = 0
-
-    def truncate(self, size: int) -> None:
-        """Forget candidates from ``size`` on (the survivors among them too)."""
-        self.size = size
-        self.k = int(self.np.searchsorted(self.surv[: self.k], size))
-
-    def _grow(self, name: str, need: int) -> Any:
-        arr = getattr(self, name)
-        if arr.shape[0] < need:
-            new = self.np.empty((max(need, 2 * arr.shape[0]), *arr.shape[1:]), dtype=arr.dtype)
-            new[: arr.shape[0]] = arr
-            setattr(self, name, new)
-            arr = new
-        return arr
-
-    def extend(self, unit: Any, threshold: float, block: int) -> None:
-        """Resolve new candidates (rows of ``unit``) against the survivors, in order."""
-        np = self.np
-        start, n = self.size, self.size + unit.shape[0]
-        x64, x32 = self._grow("x64", n), self._grow("x32", n)
-        dup_of = self._grow("dup_of", n)
-        s32, surv = self._grow("s32", n), self._grow("surv", n)
-        x64[start:n] = unit
-        x32[start:n] = unit
-        dup_of[start:n] = -1
-        thr = threshold - COSINE_TOLERANCE
-        # float32 products find candidates; float64 decides. A float32 dot product of
-        # unit vectors is within (dim + 2) * 2**-24 of the exact one: twice that is safe.
-        lo = thr - (self.dim + 4) * 2.0**-23
-        for b0 in range(start, n, block):
-            rows = np.arange(b0, min(b0 + block, n))
-            # 1. against the survivors of earlier blocks (earliest match wins)
-            step = max(block, _COL_CELLS // max(rows.size, 1))
-            for c0 in range(0, self.k, step):
-                if not rows.size:
-                    break
-                c1 = min(self.k, c0 + step)
-                cand = (x32[rows] @ s32[c0:c1].T) >= lo
-                ri = np.flatnonzero(cand.any(axis=1))
-                if not ri.size:
-                    continue
-                ci = np.flatnonzero(cand[ri].any(axis=0))
-                cols = surv[c0 + ci]
-                hit = (x64[rows[ri]] @ x64[cols].T) >= thr
-                found = hit.any(axis=1)
-                if found.any():
-                    dup_of[rows[ri[found]]] = cols[hit[found].argmax(axis=1)]
-                    rows = np.delete(rows, ri[found])
-            # 2. within the block, in order, on the small block matrix
-            if rows.size > 1:
-                cand = np.tril((x32[rows] @ x32[rows].T) >= lo, -1)
-                ri = np.flatnonzero(cand.any(axis=1))
-                if ri.size:
-                    ci = np.flatnonzero(cand[ri].any(axis=0))
-                    hit = ((x64[rows[ri]] @ x64[rows[ci]].T) >= thr) & (ci < ri[:, None])
-                    alive = np.ones(rows.size, dtype=bool)
-                    for a, r in enumerate(ri.tolist()):
-                        earlier = ci[hit[a]]
-                        if earlier.size:
-                            live = earlier[alive[earlier]]
-                            if live.size:
-                                alive[r] = False
-                                dup_of[rows[r]] = rows[live[0]]
-                    rows = rows[alive]
-            m = rows.size
-            s32[self.k : self.k + m] = x32[rows]
-            surv[self.k : self.k + m] = rows
-            self.k += m
-        self.size = n
-
-
-def _sum_of_products(u: Sequence[float], v: Sequence[float]) -> float:
-    total: float = sum(map(operator.mul, u, v))
-    return total
-
-
-_dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(
-    math, "sumprod", _sum_of_products
-)  # math.sumprod (Python 3.12+) is about 4x faster
-
-
-class _PythonState:
-    """The pure-Python twin of ``_NumpyState``."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.dup_of: list[int] = []
-        self.survivors: list[tuple[int, tuple[float, ...]]] = []
-
-    @property
-    def size(self) -> int:
-        return len(self.dup_of)
-
-    def truncate(self, size: int) -> None:
-        del self.dup_of[size:]
-        keep = bisect_left(self.survivors, size, key=operator.itemgetter(0))
-        del self.survivors[keep:]
-
-    def extend(self, unit: list[tuple[float, ...]], threshold: float) -> None:
-        thr = threshold - COSINE_TOLERANCE
-        dot = _dot
-        survivors = self.survivors
-        for u in unit:
-            c = len(self.dup_of)
-            target = -1
-            for j, v in survivors:
-                if dot(u, v) >= thr:
-                    target = j
-                    break
-            self.dup_of.append(target)
-            if target < 0:
-                survivors.append((c, u))
 
 
 class NearDuplicateFinder:
@@ -287,7 +142,7 @@ class NearDuplicateFinder:
         self._first_order: list[bytes] = []  # keys of _first, by candidate
         self._target: list[int] = []  # candidate -> the candidate it duplicates, or -1
         self._result: dict[int, int] = {}  # the answer, in increasing order
-        self._state: _NumpyState | _PythonState | None = None
+        self._state: NumpyState | PythonState | None = None
 
     def _common_prefix(self, keys: list[bytes | None]) -> int:
         same = list(map(operator.eq, self._keys, keys))  # C-level; None == None
@@ -309,7 +164,7 @@ class NearDuplicateFinder:
         cand_keep = bisect_left(self._positions, keep)
         first = self._first
         # Which new rows are exact copies of an earlier candidate or of each other.
-        new_pos = [i for i in range(keep, n) if flags[i]]
+        new_pos = [i for i in range(keep, n) if keys[i] is not None]
         local: dict[bytes, int] = {}  # bytes -> number among the new distinct rows
         refs: list[int] = []  # per new row: distinct row u, or ~c for old candidate c
         distinct: list[int] = []  # new distinct rows' positions
@@ -325,31 +180,12 @@ class NearDuplicateFinder:
                 distinct.append(p)
             refs.append(u)
         # Validate and normalize the distinct new rows before touching any state.
-        units: Any
-        if np is not None:
-            count = len(distinct)
-            mat = np.frombuffer(b"".join(cast(bytes, keys[i]) for i in distinct), np.float64)
-            mat = mat.reshape(count, len(mat) // count if count else 0)
-            finite = np.isfinite(mat).all(axis=1)
-            bad = None if finite.all() else distinct[int(np.argmin(finite))]
-            if bad is None:
-                nonzero_arr, units = _normalize_numpy(np, mat)
-                nonzero: list[bool] = nonzero_arr.tolist()
-        else:
-            rows = [array("d", cast(bytes, keys[i])) for i in distinct]
-            finite_rows = [math.isfinite(sum(r)) or all(map(math.isfinite, r)) for r in rows]
-            bad = None if all(finite_rows) else distinct[finite_rows.index(False)]
-            if bad is None:
-                normalized = [_normalize_python(r) for r in rows]
-                nonzero = [u is not None for u in normalized]
-                units = [u for u in normalized if u is not None]
-        if bad is not None:
-            raise EmbeddingError(f"vectors[{bad}]: contains a non-finite value")
+        nonzero, units = unit_rows(np, keys, distinct)
         # Commit.
         if fresh:
             self.reset()
             cand_keep = 0
-            state = None if dim is None else _NumpyState(np, dim) if np else _PythonState(dim)
+            state = None if dim is None else NumpyState(np, dim) if np else PythonState(dim)
             self._state = state
         positions, links, backend_rows = self._positions, self._links, self._rows
         first, order = self._first, self._first_order
@@ -386,7 +222,7 @@ class NearDuplicateFinder:
         state.truncate(rows_keep)
         self.compared += len(units)
         if len(units):
-            if isinstance(state, _NumpyState):
+            if isinstance(state, NumpyState):
                 state.extend(units, self.threshold, self.block_size)
             else:
                 state.extend(units, self.threshold)
@@ -420,8 +256,8 @@ def find_near_duplicates(
     *surviving* index ``j`` (one that is not itself a duplicate); it maps to the
     earliest such ``j``, so the first occurrence survives and a chain of near-copies
     maps to its survivor. Only indices flagged in ``eligible`` take part, and a zero
-    vector never duplicates anything. Cosines are compared with a tolerance of
-    ``COSINE_TOLERANCE``.
+    vector (an empty one included, of any length) never duplicates anything. Cosines
+    are compared with a tolerance of ``COSINE_TOLERANCE``.
 
     ``backend="auto"`` uses numpy when it is installed (extra ``numpy``): blocks of
     ``block_size`` vectors are compared to the earlier survivors with matrix products,
