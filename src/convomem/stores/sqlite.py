@@ -196,9 +196,10 @@ class SQLiteDatabase:
 
     def _attempt(self, fn: Callable[[ops.Tx], T], write: bool) -> T:
         """One attempt of an operation on this thread's connection."""
-        conn = self._conns.get()
-        raw = conn.raw
+        raw: sqlite3.Connection | None = None
         try:
+            conn = self._conns.get()  # connecting may meet a lock too: inside the retry
+            raw = conn.raw
             tx = ops.Tx(conn, self._clock(), self.ttl)
             if write:
                 conn.run("BEGIN IMMEDIATE")
@@ -208,7 +209,7 @@ class SQLiteDatabase:
                 conn.counts[1] += 1
             return result
         except BaseException as exc:
-            if raw.in_transaction:
+            if raw is not None and raw.in_transaction:
                 with contextlib.suppress(sqlite3.Error):  # then SQLite has rolled back
                     raw.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
