@@ -17,11 +17,11 @@ from convomem.errors import ConfigError
 from convomem.model import (
     ImageBlock,
     Message,
+    PinPolicy,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     group_pairs,
-    resolve_pins,
 )
 from convomem.packing import Packer, PackResult
 from convomem.recall import COSINE_TOLERANCE, EmbeddingCache, HashingEmbedder
@@ -99,7 +99,7 @@ def oracle_duplicates(
     pinned take part; each one repeats an earlier surviving one or survives itself."""
     survivors: list[Sequence[float]] = []
     dups: set[int] = set()
-    for c in group_pairs(messages, resolve_pins(messages, pins)):
+    for c in group_pairs(messages, PinPolicy(pins).resolve(messages)):
         m = c.messages[0]
         if len(c.messages) != 1 or c.pinned or m.has_tool_use() or m.has_tool_result():
             continue
@@ -199,7 +199,7 @@ def test_a_reused_packer_decides_like_a_fresh_strategy(
         n = max(0, min(len(messages), n + op))
         lst = messages[:n] if op else [Message.from_dict(m.to_dict()) for m in messages[:n]]
         fresh = SemanticDedup(Table(pool)).pack(
-            lst, budget=budget, tokenizer=GIVEN, pinned_indices=resolve_pins(lst, ("system",))
+            lst, budget=budget, tokenizer=GIVEN, pinned_indices=PinPolicy().resolve(lst)
         )
         assert fingerprint(packer.pack(lst)) == fingerprint(fresh)
 

@@ -2,12 +2,16 @@
 
 A message is a near-duplicate when the cosine of its embedding with an earlier
 surviving message's is at least ``threshold``; the first occurrence survives. Only
-plain messages take part: a chunk with tool calls or results, and a pinned message,
-is never deduplicated. Embeddings come from an ``EmbeddingCache`` (each distinct text
-embedded once, with ``embed_batch`` when the embedder has it) and the search from a
-``NearDuplicateFinder`` that reuses its previous call, so an agent loop that appends a
-message and packs again embeds and compares only the new message: convopack embeds
-and compares every message again on every pack.
+plain messages with text take part: a chunk with tool calls or results, a pinned
+message and a message without text are never deduplicated. Embeddings come from an
+``EmbeddingCache`` (each distinct text embedded once, with ``embed_batch`` when the
+embedder has it) and the search from a ``NearDuplicateFinder`` that reuses its previous
+call, so an agent loop that appends a message and packs again embeds and compares only
+the new message: convopack embeds and compares every message again on every pack.
+
+Sharing one strategy between conversations is safe: the cache is keyed by the exact
+text, the finder by the exact vectors it was given, and the per-chunk flags and vectors
+live in each Packer's own table.
 """
 
 from __future__ import annotations
@@ -25,11 +29,18 @@ from .summary import check_fallback
 
 
 def _plain(chunk: Chunk) -> int:
-    """1 if the chunk is one message without tool calls or results (it may be deduplicated)."""
+    """1 if the chunk may be deduplicated: one message with text and no tool call or result.
+
+    A message without text (an image, say) has no embedding to compare, so it is never
+    a candidate: it neither repeats nor is repeated, and it is never embedded.
+    """
     if len(chunk.messages) != 1:
         return 0
     m = chunk.messages[0]
-    return 0 if m.has_tool_use() or m.has_tool_result() else 1
+    if m.has_tool_use() or m.has_tool_result():
+        return 0
+    text = m.text()
+    return 1 if text and not text.isspace() else 0
 
 
 class _Without(ChunkTable):
@@ -94,8 +105,8 @@ class SemanticDedup(ChunkStrategy):
     optionally ``embed_batch`` / ``aembed`` / ``aembed_batch``, a function text ->
     vector) or an ``EmbeddingCache`` to share. ``threshold`` in (0, 1] is the cosine at
     or above which a message repeats an earlier surviving one; only messages that are
-    not pinned and carry no tool call or result take part (as duplicates and as
-    originals), and a message without text never duplicates anything. ``fallback``
+    not pinned, carry no tool call or result and have text take part (as duplicates
+    and as originals): a message without text (an image) is never embedded. ``fallback``
     (default ``Recency()``) enforces the budget on the rest. ``backend`` picks the
     search (numpy when installed, else pure Python; identical results).
 
