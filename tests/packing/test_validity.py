@@ -354,3 +354,21 @@ def test_stubs_and_summaries_are_checked_too() -> None:
     assert stub.tokens is not None and stub.tokens > 0
     content = [TextBlock("a"), ToolResultBlock("x", "b")]
     assert Message("m", "tool", content=content).tool_result_ids() == ["x"]
+
+
+def test_moving_pins_find_messages_split_around_an_orphan() -> None:
+    """Found by a property test: an orphan inside an unanswered exchange's span sits
+    after the exchange's split-off messages, so positions are not in message order."""
+    ms = [msg("u0", "user", 1), call("a1", 1, "c1"), msg("u2", "user", 1), call("a3", 1, "c2"),
+          msg("u4", "user", 1), result("ghost", 1, "nobody"), msg("u6", "user", 1),
+          result("r1", 1, "c1")]  # fmt: skip
+    bad = ["recent", "unanswered", "unanswered", "unanswered", "unanswered", "orphan"]
+    for pin, u6 in (((-3,), "unanswered"), ((5,), "unanswered"), ((-2,), "pinned"),
+                    (("last_user",), "pinned")):  # fmt: skip
+        packer = Packer(budget=100, tokenizer=GIVEN, pin=pin)
+        packer.pack(ms[:3])
+        r = packer.pack(ms)
+        assert r.decisions == Packer(budget=100, tokenizer=GIVEN, pin=pin).pack(ms).decisions
+        assert [d.reason for d in r.decisions] == [*bad, u6, "unanswered"]
+        assert r.lost_pins == ({5: "orphan"} if u6 == "unanswered" else {})
+        assert [m.id for m in r.kept] == (["u0"] if u6 == "unanswered" else ["u0", "u6"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from itertools import islice
 
 from ..model import Chunk, ChunkBuilder, Message, PinPolicy
@@ -61,7 +61,7 @@ class LiveTable(ChunkTable):
         self.free = bytearray()
         self.stubs = {}
         self.cand = bytearray()  # 1 for a tool-free candidate split off an unsendable chunk
-        self.starts: list[int] = []
+        self.pos_of: list[int] = []  # the table position of each message
         self.bstart: list[int] = []  # first table position of each builder chunk
         self.spin_pos: list[int] = []  # sendable positions pinned statically
         self.bad_pos: list[int] = []
@@ -97,6 +97,7 @@ class LiveTable(ChunkTable):
         self.messages = msgs
         self.base.extend(msgs[start:] if start else msgs)
         self.counts.extend(counts)
+        self.pos_of.extend([-1] * len(counts))
         low = self._add(msgs, start, counts)
         self._refresh(low)
         self._apply_dyn()
@@ -135,12 +136,12 @@ class LiveTable(ChunkTable):
         dq = self.builder.chunks
         tail = list(islice(reversed(dq), len(dq) - low))
         tail.reverse()
-        chunks, cost, status, starts = self.chunks, self.cost, self.status, self.starts
+        chunks, cost, status, pos_of = self.chunks, self.cost, self.status, self.pos_of
         free, cand, stubs, bstart = self.free, self.cand, self.stubs, self.bstart
         spin_pos, bad_pos, system = self.spin_pos, self.bad_pos, self._system
         assert system is not None
         t0 = bstart[low] if low < len(bstart) else len(chunks)
-        del chunks[t0:], cost[t0:], status[t0:], starts[t0:], free[t0:], cand[t0:], bstart[low:]
+        del chunks[t0:], cost[t0:], status[t0:], free[t0:], cand[t0:], bstart[low:]
         del spin_pos[bisect_left(spin_pos, t0) :]
         del bad_pos[bisect_left(bad_pos, t0) :]
         del system[bisect_left(system, t0) :]
@@ -163,7 +164,8 @@ class LiveTable(ChunkTable):
                 chunks.append(chunk)
                 cost.append(n)
                 status.append(st)
-                starts.append(chunk.indices[0])
+                for i in chunk.indices:
+                    pos_of[i] = p
                 cand.append(is_cand)
                 if chunk.messages[0].role == "system":
                     system.append(p)
@@ -190,17 +192,6 @@ class LiveTable(ChunkTable):
         """
         self.messages = self.base
 
-    def _pos_of(self, i: int) -> int:
-        """The position of the chunk holding message ``i``."""
-        chunks = self.chunks
-        q = bisect_right(self.starts, i) - 1
-        while q >= 0:
-            idx = chunks[q].indices
-            if idx[0] == i or (i <= idx[-1] and i in idx):
-                return q
-            q -= 1
-        raise AssertionError(f"message {i} is in no chunk")  # pragma: no cover
-
     def _apply_dyn(self) -> None:
         policy = self.policy
         if not policy.moving:
@@ -208,7 +199,7 @@ class LiveTable(ChunkTable):
             return
         free, status, chunks = self.free, self.status, self.chunks
         for i in sorted(policy.moving_positions(len(self.base), self.last_user)):
-            p = self._pos_of(i)
+            p = self.pos_of[i]
             c = chunks[p]
             if free[p]:
                 free[p] = 0
