@@ -13,21 +13,20 @@ result across calls):
   split off into a chunk of its own, a *candidate*: sent when it is pinned, otherwise
   dropped with the chunk's reason.
 
-Token counts come from ``count_checked``: every count a tokenizer returns is checked
-(a non-negative int), so a broken custom tokenizer is a ``TokenizerError``, never a
-negative or fractional budget.
+Token counts come from ``tokens.checked_count_many``: every count a tokenizer returns
+is checked (a non-negative int), so a broken custom tokenizer is a ``TokenizerError``,
+never a negative or fractional budget.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from ..errors import ConfigError, TokenizerError
 from ..model import Block, Chunk, Message, ToolResultBlock, stub_result
-from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
+from ..tokens import PER_MESSAGE_TOKENS, Tokenizer, checked_count, checked_count_many
 
 Unanswered: TypeAlias = Literal["drop", "stub"]
 Stubber: TypeAlias = Callable[[str], Message]
@@ -67,61 +66,18 @@ def check_unanswered(value: object) -> Unanswered:
 # ------------------------------------------------------------------------------ counting
 
 
-def _bad_count(tokenizer: Tokenizer, message: Message, n: object) -> TokenizerError:
-    name = getattr(tokenizer, "name", type(tokenizer).__name__)
-    return TokenizerError(
-        f"tokenizer {name!r} returned {n!r} ({type(n).__name__}) for message id="
-        f"{message.id!r}; a token count must be a non-negative integer"
-    )
-
-
-def _fix_counts(tokenizer: Tokenizer, messages: Sequence[Message], counts: list[Any]) -> None:
-    """Check each count in place: ints stay, integer-like objects (numpy) become ints."""
-    for k, n in enumerate(counts):
-        if n.__class__ is not int:
-            if isinstance(n, bool) or not hasattr(n, "__index__"):
-                raise _bad_count(tokenizer, messages[k], n)
-            n = counts[k] = operator.index(n)
-        if n < 0:
-            raise _bad_count(tokenizer, messages[k], n)
-
-
 def count_checked(tokenizer: Tokenizer, messages: Sequence[Message]) -> list[int]:
-    """Token counts of ``messages``, each a checked non-negative int.
+    """Token counts of ``messages``, batched where the tokenizer can, each checked.
 
-    Uses the tokenizer's batch ``count_many(messages)`` when it has one (built-in
-    tokenizers batch across threads), else ``count_message`` per message. A count that
-    is negative, fractional, None or not a number is a ``TokenizerError`` naming the
-    tokenizer, the message and the value.
+    ``tokens.checked_count_many``: a count that is negative, fractional, None or not a
+    number is a ``TokenizerError`` naming the tokenizer, the message and the value.
     """
-    if not messages:
-        return []
-    many = getattr(tokenizer, "count_many", None)
-    if len(messages) > 1 and callable(many):
-        got = many(messages)
-        counts: list[Any] = got if got.__class__ is list else list(got)
-        if len(counts) != len(messages):
-            name = getattr(tokenizer, "name", type(tokenizer).__name__)
-            raise TokenizerError(
-                f"tokenizer {name!r}: count_many returned {len(counts)} counts for "
-                f"{len(messages)} messages"
-            )
-    else:
-        counts = list(map(tokenizer.count_message, messages))
-    # One C-level pass in the common case; the slow check finds and names the culprit.
-    if set(map(type, counts)) != {int} or min(counts) < 0:
-        _fix_counts(tokenizer, messages, counts)
-    return counts
+    return checked_count_many(tokenizer, messages) if messages else []
 
 
 def count_one(tokenizer: Tokenizer, message: Message) -> int:
-    """``count_checked`` for one message."""
-    n = tokenizer.count_message(message)
-    if n.__class__ is not int or n < 0:
-        box: list[Any] = [n]
-        _fix_counts(tokenizer, [message], box)
-        return int(box[0])
-    return n
+    """``count_checked`` for one message (``tokens.checked_count``)."""
+    return checked_count(tokenizer, message)
 
 
 def countable_stub(call_id: str, tokenizer: Tokenizer) -> Message:
