@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Final, Literal, TypeAlias
 
 from ..errors import ConfigError, TokenizerError
-from ..model import Block, Chunk, Message, ToolResultBlock, stub_result
+from ..model import Chunk, Message, stub_result
 from ..tokens import PER_MESSAGE_TOKENS, Tokenizer, checked_count, checked_count_many
 
 Unanswered: TypeAlias = Literal["drop", "stub"]
@@ -43,13 +44,13 @@ class TableChunk(Chunk):
     """A chunk as a table holds it when it differs from the builder's.
 
     ``messages`` are what is sent: ``repairs`` maps the input indices of repaired messages
-    to the copies in their place. ``pinned_idx`` lists the input indices pinned in it (for
-    an unsendable chunk: the pins it loses). The facts travel with the chunk, so every
-    table made from another (subsets, strategy views) keeps them.
+    to the copies in their place. ``pinned_at`` (as in every chunk) lists the input
+    indices pinned on their own (for an unsendable chunk: the pins it loses). The facts
+    travel with the chunk, so every table made from another (subsets, strategy views)
+    keeps them.
     """
 
     repairs: dict[int, Message] | None = None
-    pinned_idx: tuple[int, ...] = ()
 
 
 Entry: TypeAlias = tuple[Chunk, int, int, tuple[Message, ...], bool]
@@ -107,43 +108,12 @@ def is_tool_free(message: Message) -> bool:
     return not (message.has_tool_use() or message.has_tool_result())
 
 
-def _strip(message: Message, open_calls: set[str]) -> Message:
-    """``message`` without results answering no call in ``open_calls`` (answered ones leave
-    the set). A given ``tokens`` is kept: the copy carried less, so it is an upper bound."""
-    kept: list[Block] = []
-    for b in message.blocks:
-        if isinstance(b, ToolResultBlock):
-            if b.tool_use_id not in open_calls:
-                continue
-            open_calls.discard(b.tool_use_id)
-        kept.append(b)
-    return message.replace(content=kept, tokens=message.tokens)
-
-
 def repairs_of(chunk: Chunk, msgs: Sequence[Message]) -> dict[int, Message] | None:
-    """Copies without stray results for the messages of a valid chunk that carry some.
-
-    Computed from the input messages (not the chunk's own copies, if the builder made
-    any), so the Packer's answer does not depend on who stripped first.
-    """
-    open_calls: set[str] = set()
-    out: dict[int, Message] | None = None
-    for i in chunk.indices:
-        m = msgs[i]
-        if m.content.__class__ is str:
-            continue
-        ids = m.tool_result_ids()
-        if ids:
-            if len(ids) == 1 and ids[0] in open_calls:
-                open_calls.discard(ids[0])
-            elif len(set(ids)) == len(ids) and open_calls.issuperset(ids):
-                open_calls.difference_update(ids)
-            else:
-                if out is None:
-                    out = {}
-                out[i] = _strip(m, open_calls)
-        open_calls.update(m.tool_use_ids())
-    return out
+    """The repaired copies in a valid chunk: ``model.ChunkBuilder`` puts a copy without
+    stray results in place of a message that carries some (it keeps a given count)."""
+    if all(map(is_, chunk.messages, map(msgs.__getitem__, chunk.indices))):
+        return None
+    return {i: m for m, i in zip(chunk.messages, chunk.indices, strict=True) if m is not msgs[i]}
 
 
 def classify(
@@ -166,7 +136,7 @@ def classify(
         for i, copy in repairs.items():
             cost += count_one(tokenizer, copy) - counts[i]
         chunk = TableChunk(
-            [repairs[i] if i in repairs else msgs[i] for i in chunk.indices],
+            list(chunk.messages),
             list(chunk.indices),
             chunk.pinned,
             cost,
@@ -195,7 +165,7 @@ def split_bad(
         m = msgs[i]
         if is_tool_free(m):
             pin = pinned(i)
-            single = TableChunk([m], [i], pin, counts[i], pinned_idx=(i,) if pin else ())
+            single = TableChunk([m], [i], pin, counts[i], pinned_at=[i] if pin else [])
             out.append((single, OK if pin else status, counts[i], (), True))
         else:
             rest_idx.append(i)
@@ -206,9 +176,9 @@ def split_bad(
         sum(counts[i] for i in rest_idx),
         pending=set(chunk.pending),
         orphan=chunk.orphan,
-        pinned_idx=tuple(filter(pinned, rest_idx)),
+        pinned_at=list(filter(pinned, rest_idx)),
     )
-    rest.pinned = bool(rest.pinned_idx)
+    rest.pinned = bool(rest.pinned_at)
     out.append((rest, status, rest.tokens, (), False))
     if len(out) > 1:
         out.sort(key=lambda e: e[0].indices[0])

@@ -209,9 +209,9 @@ class LiveTable(ChunkTable):
                 self.flips.append((p, status[p]))
                 status[p] = OK
                 c.pinned = True
-                c.pinned_idx = (i,)
+                c.pinned_at = [i]
             elif status[p] != OK and status[p] != STUBBED and i not in lost_pins(c):
-                pins = tuple(sorted({*lost_pins(c), i}))
+                pins = sorted({*lost_pins(c), i})
                 chunks[p] = _with_pins(c, pins)
                 self.swaps.append((p, c))
         extra = self.dyn + [p for p, _ in self.flips]
@@ -225,7 +225,7 @@ class LiveTable(ChunkTable):
             assert isinstance(c, TableChunk)
             self.status[p] = st
             c.pinned = False
-            c.pinned_idx = ()
+            c.pinned_at = []
         for p, old in reversed(self.swaps):
             self.chunks[p] = old
         self.dyn, self.flips, self.swaps = [], [], []
@@ -260,8 +260,8 @@ class LiveTable(ChunkTable):
             j = q + 1
 
 
-def _with_pins(chunk: Chunk, pins: tuple[int, ...]) -> TableChunk:
+def _with_pins(chunk: Chunk, pins: list[int]) -> TableChunk:
     """A copy of an unsendable chunk recording ``pins`` as the pins it loses."""
     fields = {f.name: getattr(chunk, f.name) for f in dataclasses.fields(chunk)}
-    fields.update(pinned=True, pinned_idx=pins)
+    fields.update(pinned=True, pinned_at=pins)
     return TableChunk(**fields)

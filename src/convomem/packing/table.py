@@ -63,11 +63,12 @@ def sent_messages(chunk: Chunk, msgs: Sequence[Message]) -> list[Message]:
     return [msgs[i] for i in chunk.indices]
 
 
-def lost_pins(chunk: Chunk) -> tuple[int, ...]:
-    """Input indices pinned in ``chunk`` (all of them when the chunk is pinned whole)."""
-    if isinstance(chunk, TableChunk) and chunk.pinned_idx:
-        return chunk.pinned_idx
-    return tuple(chunk.indices) if chunk.pinned else ()
+def lost_pins(chunk: Chunk) -> list[int]:
+    """Input indices pinned in ``chunk``: those pinned on their own (``pinned_at``), or
+    all of them for a chunk pinned whole without a record."""
+    if chunk.pinned_at:
+        return chunk.pinned_at
+    return chunk.indices if chunk.pinned else []
 
 
 class ChunkTable:
