@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -10,18 +11,14 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..errors import ConfigError
-from ..model import Message
+from ..model import Message, ToolUseBlock
 from ..tokens import Tokenizer, get_tokenizer
-from .facts import (
-    KIND_VALUE,
-    extract_facts,
-    split_sentences,
-)
+from ._fact import KIND_VALUE
+from .extraction import scan_text, takes_preferences
 from .summary import (
     SEGMENT_KEY,
     TRUNCATION_MARKER,
     Summary,
-    _body,
     clip_to_tokens,
     message_label,
     transcript,
@@ -81,9 +78,14 @@ class ExtractiveSummarizer:
 
     def _units(
         self, messages: Sequence[Message], previous: Summary | None
-    ) -> list[tuple[str | None, bool, str]]:
-        """(label, may-hold-preferences, text) units in order: previous first."""
-        units: list[tuple[str | None, bool, str]] = []
+    ) -> list[tuple[str | None, bool, list[str]]]:
+        """``(label, may hold preferences, [text, extras...])`` units, previous first.
+
+        A message's text comes first and alone, so its fact scan is the one the running
+        summary's ledger already made (the extraction memo is keyed by the text); tool
+        calls follow as extra parts.
+        """
+        units: list[tuple[str | None, bool, list[str]]] = []
 
         def summary_lines(text: str) -> None:
             for line in text.splitlines():
@@ -92,49 +94,58 @@ class ExtractiveSummarizer:
                     continue
                 m = _LABELED.match(line)
                 if m:
-                    units.append((m.group(1), m.group(1).startswith("user"), m.group(2)))
+                    units.append((m.group(1), m.group(1).startswith("user"), [m.group(2)]))
                 else:
-                    units.append((None, True, line))
+                    units.append((None, True, [line]))
 
         if previous is not None and previous.text:
             summary_lines(previous.text)
         for msg in messages:
             if msg.metadata.get(SEGMENT_KEY):
                 summary_lines(msg.text())
-            else:
-                body = _body(msg)
-                if body.strip():
-                    units.append((message_label(msg), msg.role == "user", body))
+                continue
+            parts = [msg.text(), *_calls(msg)]
+            if any(p.strip() for p in parts):
+                units.append((message_label(msg), takes_preferences(msg), parts))
         return units
+
+    def _candidates(self, units: list[tuple[str | None, bool, list[str]]]) -> list[_Candidate]:
+        count = self._tok.count
+        cap = max(8, self.max_tokens // 2)
+        cands: list[_Candidate] = []
+        for u, (_label, prefs, parts) in enumerate(units):
+            for part in parts:
+                scan = scan_text(part, prefs)
+                sentences, spans = scan.sentences, scan.spans
+                j = 0
+                for start, raw in sentences:
+                    end = start + len(raw)
+                    here: list[tuple[str, str]] = []
+                    while j < len(spans) and spans[j][0] < end:
+                        if spans[j][0] >= start:
+                            here.append((spans[j][1], spans[j][2]))
+                        j += 1
+                    sentence = " ".join(raw.split())
+                    cost = count(sentence) + 1
+                    clipped = cost > cap
+                    if clipped:
+                        sentence = clip_to_tokens(sentence, cap - 1, count)
+                        cost = count(sentence) + 1
+                    if not sentence:
+                        continue
+                    terms = _terms(sentence)
+                    for kind, value in here:
+                        if clipped and value not in sentence:
+                            continue
+                        key = " ".join(value.split()).casefold()
+                        terms[f"\x00{kind}\x1f{key}"] = 1.0 + KIND_VALUE[kind] / 2
+                    cands.append(_Candidate(u, len(cands), sentence, terms, cost))
+        return cands
 
     def __call__(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
         units = self._units(messages, previous)
         count = self._tok.count
-        cap = max(8, self.max_tokens // 2)
-        cands: list[_Candidate] = []
-        for u, (_label, prefs, text) in enumerate(units):
-            for _, sentence in split_sentences(text):
-                sentence = " ".join(sentence.split())
-                cost = count(sentence) + 1
-                if cost > cap:
-                    sentence = clip_to_tokens(sentence, cap - 1, count)
-                    cost = count(sentence) + 1
-                if not sentence:
-                    continue
-                terms: dict[str, float] = {}
-                for i, w in enumerate(_WORD.findall(sentence)):
-                    lw = w.lower()
-                    if lw in _STOPWORDS or (len(lw) < 2 and not lw.isdigit()):
-                        continue
-                    boost = 1.0
-                    if any(c.isdigit() for c in w):
-                        boost = 1.6
-                    elif i and w[0].isupper():
-                        boost = 1.3
-                    terms[lw] = max(terms.get(lw, 0.0), boost)
-                for fact in extract_facts(sentence, preferences=prefs):
-                    terms["\x00" + "\x1f".join(fact.key)] = 1.0 + KIND_VALUE[fact.kind] / 2
-                cands.append(_Candidate(u, len(cands), sentence, terms, cost))
+        cands = self._candidates(units)
         if not cands:
             return ""
         df: dict[str, int] = {}
@@ -182,7 +193,7 @@ class ExtractiveSummarizer:
 
     def _render(
         self,
-        units: list[tuple[str | None, bool, str]],
+        units: list[tuple[str | None, bool, list[str]]],
         cands: list[_Candidate],
         chosen: list[int],
         count: Callable[[str], int],
@@ -201,6 +212,40 @@ class ExtractiveSummarizer:
             if count(out) <= self.max_tokens or not picked:
                 return out
             picked.pop()  # the last pick had the lowest gain per token
+
+
+def _terms(sentence: str) -> dict[str, float]:
+    """The sentence's informative words with their boost (numbers, then proper nouns): a
+    fresh dict (the caller adds to it) from a memo, since merges re-read old sentences."""
+    return dict(_terms_of(sentence))
+
+
+@functools.lru_cache(maxsize=8192)
+def _terms_of(sentence: str) -> tuple[tuple[str, float], ...]:
+    terms: dict[str, float] = {}
+    for i, w in enumerate(_WORD.findall(sentence)):
+        lw = w.lower()
+        if lw in _STOPWORDS or (len(lw) < 2 and not lw.isdigit()):
+            continue
+        boost = 1.0
+        if any(c.isdigit() for c in w):
+            boost = 1.6
+        elif i and w[0].isupper():
+            boost = 1.3
+        terms[lw] = max(terms.get(lw, 0.0), boost)
+    return tuple(terms.items())
+
+
+def _calls(message: Message) -> list[str]:
+    """``[called name(arguments)]`` for each tool call (arguments cut at 200 characters)."""
+    out: list[str] = []
+    for block in message.blocks:
+        if isinstance(block, ToolUseBlock):
+            args = block.arguments()
+            if len(args) > 200:
+                args = args[:200] + "…"
+            out.append(f"[called {block.name}({args})]")
+    return out
 
 
 class TruncatingSummarizer:

@@ -1,0 +1,96 @@
+"""The Fact value, its kinds and ranks, and how a set of facts is rendered."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
+
+FactKind: TypeAlias = Literal[
+    "preference", "name", "reference", "id", "email", "date", "amount", "number"
+]
+
+KINDS: Final[tuple[FactKind, ...]] = (
+    "preference",
+    "name",
+    "reference",
+    "id",
+    "email",
+    "date",
+    "amount",
+    "number",
+)
+"""Fact kinds, in the order they are rendered."""
+
+KIND_VALUE: Final[dict[str, int]] = {
+    "preference": 6,
+    "reference": 5,
+    "id": 5,
+    "email": 5,
+    "name": 4,
+    "amount": 4,
+    "date": 3,
+    "number": 2,
+}
+"""How valuable a kind is when the ledger must drop facts to fit its share."""
+
+SOURCE_TIER: Final[dict[str | None, int]] = {
+    "user": 2,
+    "assistant": 1,
+    "system": 1,
+    None: 1,
+    "tool": 0,
+}
+"""How much the source of a fact is trusted to matter later: what the user said
+outranks what the assistant said, which outranks what a tool returned (tool output can
+be fetched again; a user's "I'm allergic to peanuts" cannot)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One fact, verbatim from a message.
+
+    ``value`` is the exact text found (``"order 1182"``, ``"I prefer email"``);
+    ``source_id`` is the id of the message it was first seen in and ``source_role``
+    that message's role (``"tool"`` for a tool result, whatever role carried it;
+    ``None``: unknown).
+    """
+
+    kind: FactKind
+    value: str
+    source_id: str | None = None
+    source_role: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The dedup key: kind plus the value case-folded with whitespace collapsed."""
+        return (self.kind, " ".join(self.value.split()).casefold())
+
+    @property
+    def tier(self) -> int:
+        """``SOURCE_TIER`` of the source role (an unknown role counts as 1)."""
+        return SOURCE_TIER.get(self.source_role, 1)
+
+
+FACTS_HEADER: Final = "Key facts (verbatim):"
+
+
+def render_facts(facts: Iterable[Fact], omitted: int = 0) -> str:
+    """The facts block: one line per kind, values in first-seen order; ``""`` if empty.
+
+    ``omitted`` (facts left out to fit the token share) is stated on a last line, so
+    the reader knows the list is not complete.
+    """
+    by_kind: dict[str, list[str]] = {}
+    for f in facts:
+        by_kind.setdefault(f.kind, []).append(f.value)
+    if not by_kind and not omitted:
+        return ""
+    lines = [FACTS_HEADER]
+    for kind in KINDS:
+        values = by_kind.get(kind)
+        if values:
+            lines.append(f"- {kind}: " + "; ".join(values))
+    if omitted:
+        lines.append(f"({omitted} more facts omitted)")
+    return "\n".join(lines)
