@@ -643,3 +643,18 @@ def test_messages_without_ids_and_tuples_pack() -> None:
     ms = (Message(role="system", content="rules"), Message(role="user", content=[TextBlock("hi")]))
     r = Packer(budget=100).pack(ms)
     assert r.kept == list(ms) and len({m.id for m in ms}) == 2
+
+
+def test_a_memo_belongs_to_its_owner_object() -> None:
+    """Memos are keyed by owner; an owner freed and another made at the same address
+    (CPython reuses it at once) must not inherit the old one's values."""
+    packer = Packer(budget=100, tokenizer=GIVEN)
+    packer.pack([msg("u", "user", 1)])
+    table = packer._live
+    for _ in range(200):
+        owner = Recency()
+        memo = table.memo(owner)
+        assert memo == [] and table.memo(owner) is memo
+        memo.append("value of a strategy now gone")
+        del owner
+    assert len(table._memo) <= 64

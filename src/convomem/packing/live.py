@@ -145,7 +145,7 @@ class LiveTable(ChunkTable):
         del spin_pos[bisect_left(spin_pos, t0) :]
         del bad_pos[bisect_left(bad_pos, t0) :]
         del system[bisect_left(system, t0) :]
-        for memo in self._memo.values():
+        for _owner, memo in self._memo.values():
             del memo[t0:]
         for p in [p for p in stubs if p >= t0]:
             del stubs[p]

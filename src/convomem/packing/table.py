@@ -119,7 +119,7 @@ class ChunkTable:
         self._pmin: list[int] | None = None
         self._smin: list[int] | None = None
         self._system: list[int] | None = None
-        self._memo: dict[int, list[Any]] = {}
+        self._memo: dict[int, tuple[object, list[Any]]] = {}
 
     @classmethod
     def build(
@@ -229,10 +229,14 @@ class ChunkTable:
         that did not change, so a strategy computes per-chunk values (scores,
         embeddings) only for new chunks. Values must depend on the chunk's messages only.
         """
-        lst = self._memo.get(id(owner))
-        if lst is None:
-            lst = self._memo[id(owner)] = []
-        return lst
+        entry = self._memo.get(id(owner))
+        if entry is None or entry[0] is not owner:
+            if len(self._memo) >= 64:  # owners made per call: do not hold them forever
+                self._memo.clear()
+            # The entry holds its owner: its id cannot be reused by another object
+            # (whose memo this would then be) while the entry lives.
+            entry = self._memo[id(owner)] = (owner, [])
+        return entry[1]
 
     def messages_at(self, p: int) -> list[Message]:
         """The input messages of chunk ``p`` (the caller's objects), in order."""
