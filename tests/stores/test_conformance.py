@@ -583,6 +583,9 @@ def test_ttl_policies(open_db: Opener, refresh: str) -> None:
     s.append([msg(1)])  # a write
     clock.now += 60
     s.get_items()  # a read (120 s after creation, 60 s after the write)
+    if refresh == "read":
+        info = s.info()
+        assert info is not None and info.expires_at == clock.now + 100
     if refresh == "never":
         assert s.get_items() == [] and s.info() is None
     else:

@@ -127,12 +127,13 @@ def lookup(tx: Tx, key: Key) -> Row | None:
     return row
 
 
-def _refresh_on_read(tx: Tx, row: Row) -> None:
-    if tx.ttl.on_read:
-        tx.conn.run(
-            "UPDATE convomem_sessions SET expires_at = ? WHERE pk = ?",
-            (tx.ttl.expires_at(tx.now), row.pk),
-        )
+def _refresh_on_read(tx: Tx, row: Row) -> Row:
+    """With ``ttl_refresh="read"`` every access moves the expiry; the row as it is now."""
+    if not tx.ttl.on_read:
+        return row
+    expires = tx.ttl.expires_at(tx.now)
+    tx.conn.run("UPDATE convomem_sessions SET expires_at = ? WHERE pk = ?", (expires, row.pk))
+    return row._replace(expires_at=expires)
 
 
 def info_of(key: Key, row: Row) -> SessionInfo:
@@ -193,15 +194,17 @@ def entries(
 
 def last_seq(tx: Tx, key: Key) -> int:
     row = lookup(tx, key)
-    return 0 if row is None else row.last_seq
+    if row is None:
+        return 0
+    _refresh_on_read(tx, row)
+    return row.last_seq
 
 
 def info(tx: Tx, key: Key) -> SessionInfo | None:
     row = lookup(tx, key)
     if row is None:
         return None
-    _refresh_on_read(tx, row)
-    return info_of(key, row)
+    return info_of(key, _refresh_on_read(tx, row))
 
 
 def load_state(tx: Tx, key: Key) -> tuple[dict[str, Any] | None, int]:
@@ -234,6 +237,7 @@ def get_counts(tx: Tx, key: Key, ids: list[str] | None) -> dict[str, dict[str, i
         for part in chunks(ids):
             marks = ",".join("?" * len(part))
             rows += tx.conn.all(f"{base} AND message_id IN ({marks})", (row.pk, *part))
+    _refresh_on_read(tx, row)
     return {mid: decode_counts(text) for mid, text in rows}
 
 

@@ -210,7 +210,7 @@ def decode_rows(
     for seq, message_id, data, counts in rows:
         try:
             entries.append(LogEntry(seq, _decode(message_id, data), decode_counts(counts)))
-        except (ValueError, TypeError, RecursionError, UnicodeDecodeError) as exc:
+        except Exception as exc:  # whatever the row holds, it is this row's failure
             if not bad:
                 problem = f"{type(exc).__name__}: {exc}"[:300]
             bad.append(seq)

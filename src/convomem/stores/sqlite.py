@@ -118,8 +118,10 @@ class _Connections:
         self.closed = True
         with self._lock:
             conns = list(self._open)
+        pid = os.getpid()
         for conn in conns:
-            conn.raw.close()
+            if conn.pid == pid:  # a forked child leaves its parent's connections alone
+                conn.raw.close()
         self.anchor = None
 
 
