@@ -644,16 +644,24 @@ async def test_background_fold_returns_a_fallback_then_replaces_it() -> None:
     assert rs.pending == 0 and rs.stats.background_replaced == 1
 
 
-async def test_background_result_is_discarded_when_its_segment_was_merged() -> None:
+async def test_pending_background_segments_are_not_merged_until_they_settle() -> None:
     gate = Gate()
     rs = RunningSummary(gate, max_segments=1)
     await rs.afold(msgs(4), background=True)
-    await rs.afold(msgs(4, start=4), background=True)  # merges the first (pending) segment
-    assert len(rs.segments) == 1
+    await rs.afold(msgs(4, start=4), background=True)
+    # Both segments wait for the primary: merging them now would bake the fallback's
+    # text in for good. The rendering still fits the reserve.
+    assert len(rs.segments) == 2 and rs.current().degraded  # type: ignore[union-attr]
+    assert rs.current().tokens <= rs.reserve  # type: ignore[union-attr]
     gate.release.set()
     await rs.wait()
-    assert rs.stats.background_discarded >= 1
-    assert rs.current().count == 8  # type: ignore[union-attr]
+    now = rs.current()
+    assert now is not None and not now.degraded and now.count == 8
+    assert len(rs.segments) == 1  # merged by the primary once both settled
+    st = rs.stats
+    assert st.background_replaced == 2 and st.background_discarded == 0
+    assert st.fallback_calls == 2  # one per background fold
+    assert st.primary_calls == 3 == gate.started  # once per segment, plus the merge
 
 
 async def test_background_failure_keeps_the_fallback() -> None:

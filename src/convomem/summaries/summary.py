@@ -10,10 +10,7 @@ from typing import Final, TypeVar
 
 from ..errors import InvalidMessage
 from ..model import Message, ToolUseBlock
-from .facts import (
-    Fact,
-    render_facts,
-)
+from ._fact import Fact, render_facts
 
 T = TypeVar("T")
 
@@ -40,6 +37,10 @@ class Summary:
     (``facts_omitted`` more did not fit). ``first_id`` / ``last_id`` / ``count`` give
     the coverage; ``tokens`` is the cost of ``to_message()`` (``None``: not counted);
     ``degraded`` is true when a fallback summarizer made some of it.
+
+    ``kept_original`` is set only by ``RunningSummary.compress`` when the summarizer
+    could not make the messages shorter (or returned nothing): ``text`` is then their
+    transcript, unchanged, and the caller keeps the messages as they are.
     """
 
     text: str
@@ -53,6 +54,7 @@ class Summary:
     facts: tuple[Fact, ...] = ()
     facts_omitted: int = 0
     header: str = SUMMARY_HEADER
+    kept_original: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):

@@ -1,0 +1,300 @@
+"""RunningSummary state as plain JSON data, and back, without calling a summarizer.
+
+The state holds the configuration that shapes the rendering (reserve, header, facts,
+facts_share, max_segments, max_facts), the segments (text, coverage, summarizer name,
+degraded, creation time), the facts ledger (each fact with its first-seen order,
+mentions and source tier) and the covered ids. Covered ids can be many: consecutive
+ids that differ only by a trailing number (``m1``, ``m2``, ...) are stored as one run
+``[prefix, first, last]``; other ids as strings. A segment still awaiting its
+background summary is saved as it stands (made by the fallback, degraded).
+
+Loading validates everything first and raises ``ConfigError`` naming the field (as
+``state['segments'][2]['count']``); nothing changes on error.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, get_args
+
+from ..errors import ConfigError
+from ._engine import _Seg
+from ._fact import SOURCE_TIER, Fact, FactKind
+from .ledger import FactLedger
+from .summary import Summary
+
+if TYPE_CHECKING:
+    from .running import RunningSummary
+
+FORMAT: Final = "convomem.running_summary"
+VERSION: Final = 1
+_CONFIG_KEYS: Final = ("reserve", "header", "facts", "facts_share", "max_segments", "max_facts")
+_NUMBERED = re.compile(r"(.*?)(0|[1-9][0-9]{0,14})")
+_KINDS: Final = frozenset(get_args(FactKind))
+_TIERS: Final = frozenset(SOURCE_TIER.values())
+
+
+# -- covered ids -------------------------------------------------------------------------
+
+
+def encode_ids(ids: list[str]) -> list[str | list[Any]]:
+    """Ids in order, runs of ``prefix<n>, prefix<n+1>, ...`` as ``[prefix, first, last]``."""
+    out: list[str | list[Any]] = []
+    last: tuple[str, int] | None = None  # the numbered form of the previous id
+    for id_ in ids:
+        m = _NUMBERED.fullmatch(id_)
+        here = (m.group(1), int(m.group(2))) if m else None
+        if here is not None and last is not None and here == (last[0], last[1] + 1):
+            tail = out[-1]
+            if isinstance(tail, list):
+                tail[2] = here[1]
+            else:
+                out[-1] = [here[0], last[1], here[1]]
+        else:
+            out.append(id_)
+        last = here
+    return out
+
+
+def _count_ids(data: object, where: str) -> int:
+    """How many ids ``encode_ids`` output stands for (its form checked, nothing expanded)."""
+    if not isinstance(data, list):
+        raise ConfigError(f"{where}={_short(data)}: must be a list")
+    total = 0
+    for i, item in enumerate(data):
+        if isinstance(item, str):
+            total += 1
+            continue
+        ok = (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], str)
+            and all(_is_int(x) and x >= 0 for x in item[1:])
+            and item[1] < item[2]
+        )
+        if not ok:
+            raise ConfigError(
+                f"{where}[{i}]={_short(item)}: must be an id or a run [prefix, first, last]"
+            )
+        total += item[2] - item[1] + 1
+    return total
+
+
+def decode_ids(data: list[str | list[Any]]) -> list[str]:
+    """The ids ``encode_ids`` encoded, in order."""
+    out: list[str] = []
+    for item in data:
+        if isinstance(item, str):
+            out.append(item)
+        else:
+            prefix, first, last = item
+            out.extend(f"{prefix}{n}" for n in range(first, last + 1))
+    return out
+
+
+# -- dump --------------------------------------------------------------------------------
+
+
+def dump(rs: RunningSummary) -> dict[str, Any]:
+    """The state of ``rs`` (call under its lock)."""
+    ledger = rs.ledger
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "config": {k: getattr(rs, k) for k in _CONFIG_KEYS},
+        "segments": [
+            {
+                "text": s.text,
+                "first_id": s.first_id,
+                "last_id": s.last_id,
+                "count": s.count,
+                "summarizer": s.summarizer,
+                "degraded": s.degraded,
+                "created_at": s.created_at,
+                "seq": seq,
+            }
+            for s, seq in ((g.summary, g.seq) for g in rs._segments)
+        ],
+        "seq": rs._seq,
+        "covered": encode_ids(list(rs.covered_ids)),
+        "ledger": {
+            "seq": ledger.next_seq,
+            "dropped": ledger.dropped,
+            "facts": [
+                [f.kind, f.value, f.source_id, f.source_role, seq, mentions, tier]
+                for f, seq, mentions, tier in ledger.entries()
+            ],
+        },
+    }
+
+
+# -- load --------------------------------------------------------------------------------
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _field(data: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise ConfigError(f"{where}[{key!r}]: missing")
+    return data[key]
+
+
+def _mapping(value: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}={_short(value)}: must be a mapping")
+    return value
+
+
+def config_of(data: object) -> dict[str, Any]:
+    """The configuration a state was saved with (checked for form, not for values)."""
+    state = _mapping(data, "state")
+    if state.get("format") != FORMAT:
+        raise ConfigError(f"state['format']={_short(state.get('format'))}: must be {FORMAT!r}")
+    if state.get("version") != VERSION:
+        raise ConfigError(f"state['version']={_short(state.get('version'))}: must be {VERSION}")
+    config = _mapping(_field(state, "config", "state"), "state['config']")
+    return {k: _field(config, k, "state['config']") for k in _CONFIG_KEYS}
+
+
+def _check(cond: bool, where: str, value: object, what: str) -> None:
+    if not cond:
+        raise ConfigError(f"{where}={_short(value)}: {what}")
+
+
+def _optional_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _segments(data: object) -> list[dict[str, Any]]:
+    if not isinstance(data, list):
+        raise ConfigError(f"state['segments']={_short(data)}: must be a list")
+    out: list[dict[str, Any]] = []
+    for i, raw in enumerate(data):
+        where = f"state['segments'][{i}]"
+        seg = _mapping(raw, where)
+        got = {
+            k: _field(seg, k, where)
+            for k in ("text", "first_id", "last_id", "count", "summarizer", "degraded")
+        }
+        created = seg.get("created_at", 0.0)
+        seq = _field(seg, "seq", where)
+        _check(_is_int(seq) and seq >= 1, f"{where}['seq']", seq, "must be an int >= 1")
+        got["seq"] = seq
+        _check(isinstance(got["text"], str), f"{where}['text']", got["text"], "must be a string")
+        for k in ("first_id", "last_id"):
+            _check(_optional_str(got[k]), f"{where}[{k!r}]", got[k], "must be a string or None")
+        count = got["count"]
+        _check(_is_int(count) and count >= 0, f"{where}['count']", count, "must be an int >= 0")
+        _check(
+            isinstance(got["summarizer"], str),
+            f"{where}['summarizer']",
+            got["summarizer"],
+            "must be a string",
+        )
+        _check(isinstance(got["degraded"], bool), f"{where}['degraded']", got["degraded"], "a bool")
+        _check(
+            isinstance(created, int | float)
+            and not isinstance(created, bool)
+            and math.isfinite(created),
+            f"{where}['created_at']",
+            created,
+            "must be a finite number",
+        )
+        got["created_at"] = float(created)
+        out.append(got)
+    return out
+
+
+def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
+    ledger = _mapping(data, "state['ledger']")
+    seq, dropped = _field(ledger, "seq", "state['ledger']"), ledger.get("dropped", 0)
+    _check(_is_int(seq) and seq >= 0, "state['ledger']['seq']", seq, "must be an int >= 0")
+    _check(_is_int(dropped) and dropped >= 0, "state['ledger']['dropped']", dropped, "an int")
+    rows = _field(ledger, "facts", "state['ledger']")
+    _check(isinstance(rows, list), "state['ledger']['facts']", rows, "must be a list")
+    out: list[tuple[Fact, int, int, int]] = []
+    for i, row in enumerate(rows):
+        where = f"state['ledger']['facts'][{i}]"
+        ok = isinstance(row, list) and len(row) == 7
+        _check(ok, where, row, "must be [kind, value, source_id, source_role, seq, mentions, tier]")
+        kind, value, source_id, role, fseq, mentions, tier = row
+        _check(kind in _KINDS, f"{where}[0]", kind, f"must be one of {sorted(_KINDS)}")
+        _check(isinstance(value, str) and value != "", f"{where}[1]", value, "a non-empty string")
+        _check(_optional_str(source_id), f"{where}[2]", source_id, "must be a string or None")
+        _check(_optional_str(role), f"{where}[3]", role, "must be a string or None")
+        _check(_is_int(fseq) and 0 < fseq <= seq, f"{where}[4]", fseq, f"must be in [1, {seq}]")
+        _check(_is_int(mentions) and mentions >= 1, f"{where}[5]", mentions, "an int >= 1")
+        _check(tier in _TIERS and _is_int(tier), f"{where}[6]", tier, f"one of {sorted(_TIERS)}")
+        out.append((Fact(kind, value, source_id, role), fseq, mentions, tier))
+    return out, seq, dropped
+
+
+def load(rs: RunningSummary, data: object) -> None:
+    """Replace the content of ``rs`` with the state ``data`` (call under its lock)."""
+    config = config_of(data)
+    for key in _CONFIG_KEYS:
+        mine = getattr(rs, key)
+        if config[key] != mine or type(config[key]) is not type(mine):
+            raise ConfigError(
+                f"state['config'][{key!r}]={_short(config[key])}: this summary has {key}={mine!r}"
+            )
+    state = _mapping(data, "state")
+    segments = _segments(_field(state, "segments", "state"))
+    covered_raw = _field(state, "covered", "state")
+    expected = sum(s["count"] for s in segments)
+    total = _count_ids(covered_raw, "state['covered']")
+    _check(total == expected, "state['covered']", f"<{total} ids>", f"must hold {expected} ids")
+    covered = decode_ids(covered_raw)
+    _check(len(set(covered)) == expected, "state['covered']", "<ids>", "has repeated ids")
+    entries, seq, dropped = _facts(_field(state, "ledger", "state"))
+    old = rs.ledger
+    ledger = FactLedger(
+        tokenizer=old.tokenizer,
+        max_facts=old.max_facts,
+        max_stored_tokens=old.max_stored_tokens,
+        budget=old.budget,
+    )
+    ledger.restore(entries, next_seq=seq, dropped=dropped)  # raises ConfigError on repeats
+    next_seq = _field(state, "seq", "state")
+    seqs = [s["seq"] for s in segments]
+    _check(len(set(seqs)) == len(seqs), "state['segments']", seqs, "repeat a seq")
+    _check(
+        _is_int(next_seq) and next_seq >= max(seqs, default=0),
+        "state['seq']",
+        next_seq,
+        f"must be an int >= {max(seqs, default=0)}",
+    )
+    # Everything is checked: build the segments and swap the state in.
+    segs = tuple(
+        _Seg(
+            Summary(
+                s["text"],
+                s["first_id"],
+                s["last_id"],
+                s["count"],
+                s["summarizer"],
+                rs._measure_text(s["text"], ""),
+                s["created_at"],
+                s["degraded"],
+                header=rs.header,
+            ),
+            s["seq"],
+        )
+        for s in segments
+    )
+    rs._segments = segs
+    rs._seq = next_seq
+    rs._ledger = ledger
+    rs._covered = dict.fromkeys(covered)
+    rs._pending_seqs = set()
+    rs._version += 1
+    rs._rebuild()
