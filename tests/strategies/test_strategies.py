@@ -157,11 +157,11 @@ def test_importance_matches_brute_force(
 def test_standalone_strategy_equals_packer(
     messages: list[Message], budget: int, pins: tuple[Any, ...]
 ) -> None:
-    from convomem.model import resolve_pins
+    from convomem.model import PinPolicy
 
     for strategy in (Recency(), FirstFit(), Importance(), Recency(contiguous=True)):
         alone = strategy.pack(messages, budget=budget, tokenizer=GIVEN,
-                              pinned_indices=resolve_pins(messages, pins))  # fmt: skip
+                              pinned_indices=PinPolicy(pins).resolve(messages))  # fmt: skip
         packed = Packer(budget=budget, tokenizer=GIVEN, strategy=strategy, pin=pins).pack(messages)
         assert [m.id for m in alone.kept] == [m.id for m in packed.kept]
         assert [d.reason for d in alone.decisions] == [d.reason for d in packed.decisions]
@@ -330,28 +330,49 @@ def test_stub_mode_answers_unanswered_calls() -> None:
     assert [x.reason for x in d.decisions] == ["recent", "unanswered", "unanswered", "recent"]
 
 
+def table_chunks(messages: list[Message], pins: tuple[Any, ...]) -> list[tuple[list[int], str]]:
+    """The Packer's table chunks (unanswered calls dropped), by brute force: ``(input
+    indices, kind)``, kind ``"pinned"``, ``"free"``, ``"orphan"`` or ``"unanswered"``.
+
+    A valid chunk is one table chunk (stray results are repaired, not fatal); an
+    unsendable one is split: each tool-free message on its own (sent when pinned), then
+    the rest."""
+    from _packing_support import tool_free
+    from convomem.model import PinPolicy, group_pairs
+
+    pinned_at = PinPolicy(pins).resolve(messages)
+    out: list[tuple[list[int], str]] = []
+    for c in group_pairs(messages, pinned_at):
+        if not (c.orphan or c.pending):
+            out.append((list(c.indices), "pinned" if c.pinned else "free"))
+            continue
+        bad = "orphan" if c.orphan else "unanswered"
+        rest = []
+        for i in c.indices:
+            if tool_free(messages[i]):
+                out.append(([i], "pinned" if i in pinned_at else bad))
+            else:
+                rest.append(i)
+        out.append((rest, bad))
+    out.sort(key=lambda e: e[0][0])
+    return out
+
+
 def window_oracle(messages: list[Message], pins: tuple[Any, ...], window: Any) -> dict[str, str]:
     """Brute-force reasons for a window followed by a budget that keeps everything."""
-    from _packing_support import chunk_status
-    from convomem.model import group_pairs, resolve_pins
-
-    chunks = group_pairs(messages, resolve_pins(messages, pins))
+    chunks = table_chunks(messages, pins)
     reasons: dict[str, str] = {}
     free = []
-    for c in chunks:
-        ok, _ = chunk_status(c, "drop", GIVEN)
-        if not ok:
-            reason = "orphan" if c.orphan or not c.pending else "unanswered"
-            reasons.update((m.id, reason) for m in c.messages)
-        elif c.pinned:
-            reasons.update((m.id, "pinned") for m in c.messages)
+    for idx, kind in chunks:
+        if kind == "free":
+            free.append(idx)
         else:
-            free.append(c)
+            reasons.update((messages[i].id, kind) for i in idx)
     if isinstance(window, MaxTurns):
-        starts = [c.start for c in chunks if c.messages[0].role == "user"
-                  and not c.messages[0].has_tool_result()]  # fmt: skip
+        starts = [idx[0] for idx, _ in chunks if messages[idx[0]].role == "user"
+                  and not messages[idx[0]].has_tool_result()]  # fmt: skip
         cut = starts[-window.n] if len(starts) >= window.n else 0
-        keep = [c for c in free if c.start >= cut or c.messages[0].role == "system"]
+        keep = [c for c in free if c[0] >= cut or messages[c[0]].role == "system"]
     elif isinstance(window, HeadTail):
         tail = free[len(free) - window.tail :] if window.tail else []
         keep = free[: window.head] + [c for c in tail if c not in free[: window.head]]
@@ -359,12 +380,12 @@ def window_oracle(messages: list[Message], pins: tuple[Any, ...], window: Any) -
         cutoff = window.now() - window.seconds
         keep = []
         for c in free:
-            ts = [m.created_at for m in c.messages if m.created_at is not None]
+            ts = [messages[i].created_at for i in c if messages[i].created_at is not None]
             if not ts or max(ts) >= cutoff:
                 keep.append(c)
     for c in free:
-        reason = "recent" if any(c is k for k in keep) else window.reason
-        reasons.update((m.id, reason) for m in c.messages)
+        reason = "recent" if c in keep else window.reason
+        reasons.update((messages[i].id, reason) for i in c)
     return reasons
 
 

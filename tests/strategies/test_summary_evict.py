@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -22,13 +22,13 @@ from _packing_support import (
     originals,
 )
 from convomem.errors import ConfigError, ConvomemError, SummarizerError
-from convomem.model import Message, ToolResultBlock, ToolUseBlock, resolve_pins, validate_pairs
+from convomem.model import Message, PinPolicy, ToolResultBlock, ToolUseBlock, validate_pairs
 from convomem.packing import Packer, PackResult
 from convomem.recall import HashingEmbedder
 from convomem.strategies import MaxTurns, Recency, SemanticDedup, SummaryEvict
 from convomem.strategies.summary import SUMMARY_KEY
-from convomem.summaries import ExtractiveSummarizer, Summary
-from convomem.tokens import get_tokenizer
+from convomem.summaries import SUMMARY_HEADER, TRUNCATION_MARKER, ExtractiveSummarizer, Summary
+from convomem.tokens import PER_MESSAGE_TOKENS, get_tokenizer
 
 GIVEN = get_tokenizer("given")
 FEW = settings(max_examples=30, deadline=None)
@@ -51,6 +51,10 @@ class Folding:
         head = previous.text.split(" |")[0] if previous is not None else ""
         ids = " ".join(x for x in [head, *(m.id for m in messages)] if x)
         return ids + (" |" + " pad" * self.pad if self.pad else "")
+
+    def text_for(self, ids: Sequence[str]) -> str:
+        """The text for ``ids`` summarized at once (folding gives the same)."""
+        return " ".join(ids) + (" |" + " pad" * self.pad if self.pad else "")
 
     def seen(self) -> list[str]:
         return [i for ids, _ in self.calls for i in ids]
@@ -99,6 +103,24 @@ def fingerprint(r: PackResult) -> tuple[Any, ...]:
     )
 
 
+def summary_cost(message: Message, tok: Any) -> int:
+    """What a summary message costs (estimated like SummaryEvict for ``given``)."""
+    if message.tokens is None and tok.name == "given":
+        return tok.count(message.countable_text()) + PER_MESSAGE_TOKENS
+    return int(tok.count_message(message))
+
+
+def smallest_summary(text: str, tok: Any) -> int:
+    """The cheapest summary message of ``text``: all of it, or its first character and
+    the truncation marker (the shortest clip)."""
+    text = text.strip()
+
+    def cost(t: str) -> int:
+        return summary_cost(Summary(t, "a", "b", 1).to_message(), tok)
+
+    return min(cost(text), cost(text[:1] + TRUNCATION_MARKER))
+
+
 # ------------------------------------------------------------------ invariants, oracle
 
 
@@ -113,9 +135,11 @@ def check_summary(
     tok: Any,
     unanswered: str = "drop",
     contiguous: bool = True,
+    text: Callable[[list[str]], str] | None = None,
 ) -> None:
     """SummaryEvict on top of the packing invariants: the Recency oracle, the summary's
-    cost, placement and reasons."""
+    cost, placement and reasons; given ``text`` (dropped ids -> the summarizer's
+    text), whether a summary is present."""
     check_invariants(messages, r, pins=pins, tokenizer=tok)
     assert validate_pairs([m for m in r.kept if m is not r.summary]) == []
     where = {id(m): i for i, m in enumerate(messages)}
@@ -127,6 +151,20 @@ def check_summary(
         messages, budget - reserve, pins, tok, unanswered=unanswered, contiguous=contiguous
     )
     assert kept_ids(r) == budget_kept
+    sendable = {
+        m.id
+        for c, pinned, _ in oracle_chunks(messages, pins, tok, unanswered)
+        if not pinned
+        for m in c.messages
+    }
+    fallen = [m.id for m in messages if m.id in sendable - budget_kept]
+    if text is not None:
+        # A summary is present exactly when something was dropped and the smallest
+        # summary of its text fits the reserve plus what the kept chunks leave unused.
+        used = r.token_count - (0 if r.summary is None else summary_cost(r.summary, tok))
+        t = text(fallen)
+        fits = bool(t.strip()) and budget - used >= smallest_summary(t, tok)
+        assert (r.summary is not None) == (bool(fallen) and fits)
     if r.summary is None:
         assert gone == []
         return
@@ -134,7 +172,6 @@ def check_summary(
     assert [m for m in r.kept if m is s] == [s]
     assert s.role == "system" and s.metadata[SUMMARY_KEY] is True
     assert s.metadata["summary"]["count"] == len(gone) > 0
-    assert tok.count_message(s) <= reserve
     assert r.token_count <= budget  # never over budget because of the summary
     at = r.kept.index(s)
     if placement == "head":
@@ -143,13 +180,7 @@ def check_summary(
         rest = originals(r)
         lead = next((k for k, m in enumerate(rest) if m.role != "system"), len(rest))
         assert at == lead
-    sendable = {
-        m.id
-        for c, pinned, _ in oracle_chunks(messages, pins, tok, unanswered)
-        if not pinned
-        for m in c.messages
-    }
-    assert {messages[i].id for i in gone} == sendable - budget_kept
+    assert [messages[i].id for i in gone] == fallen
 
 
 @pytest.mark.parametrize("tokenizer", ["given", "approx", "words"])
@@ -200,6 +231,7 @@ def test_invariants_and_recency_oracle(
         tok=tok,
         unanswered=unanswered,
         contiguous=not gaps,
+        text=folding.text_for,
     )
     gone = [messages[i].id for i in summarized(r)]
     if r.summary is not None:
@@ -220,7 +252,7 @@ def test_invariants_and_recency_oracle(
 def test_strategy_pack_equals_packer(messages: list[Message], budget: int, data: Any) -> None:
     placement = data.draw(st.sampled_from(("head", "after_system")))
     a = SummaryEvict(Folding(5), placement=placement).pack(
-        messages, budget=budget, tokenizer=GIVEN, pinned_indices=resolve_pins(messages, (0,))
+        messages, budget=budget, tokenizer=GIVEN, pinned_indices=PinPolicy((0,)).resolve(messages)
     )
     b = Packer(
         budget=budget,
@@ -234,18 +266,22 @@ def test_strategy_pack_equals_packer(messages: list[Message], budget: int, data:
 # ------------------------------------------------------- convopack's failures, fixed
 
 
-def test_a_long_summary_is_clipped_to_the_reserve() -> None:
+def test_a_long_summary_is_clipped_to_the_room_left() -> None:
     """convopack: a 400-word summary took a 500-token pack to 1,164 tokens, ahead of the
-    system prompt."""
+    system prompt. Here it is clipped to the reserve plus what the kept messages leave."""
     history = chat(40)
+    tok = get_tokenizer("approx")
+    kept_alone = Packer(budget=450, strategy=Recency(contiguous=True)).pack(history)
     for placement in ("head", "after_system"):
         packer = Packer(
             budget=500, strategy=SummaryEvict(lambda ms: "summary " * 400, placement=placement)
         )
         r = packer.pack(history)
         assert r.fits and r.token_count <= 500
-        assert r.summary is not None and packer.tokenizer.count_message(r.summary) <= 50
-        assert r.summary.content.endswith("[…]")
+        assert r.summary is not None and r.summary.content.endswith("[…]")
+        room = 500 - kept_alone.token_count
+        assert room > 50  # more than the reserve: the kept chunks left some unused
+        assert room - 2 <= tok.count_message(r.summary) <= room  # clipped to a word's end
         first = r.kept[0] if placement == "after_system" else r.kept[1]
         assert first.id == "sys"
         assert r.kept.index(r.summary) == (0 if placement == "head" else 1)
@@ -257,6 +293,7 @@ def test_a_long_summary_is_clipped_to_the_reserve() -> None:
             placement=placement,
             pins=("system",),
             tok=packer.tokenizer,
+            text=lambda ids: "summary " * 400,
         )
 
 
@@ -346,15 +383,27 @@ def test_the_cache_serves_several_conversations() -> None:
 
 def test_no_room_for_a_summary_means_no_call_and_plain_recency() -> None:
     plain = Plain()
-    history = chat(40)
-    r = Packer(budget=500, strategy=SummaryEvict(plain, reserve=3)).pack(history)
-    assert r.summary is None and plain.calls == []
-    assert kept_ids(r) == oracle_recency(
-        history, 497, ("system",), get_tokenizer("approx"), contiguous=True
-    )
-    assert set(r.reason_counts()) == {"pinned", "recent", "budget"}
+    history = [Message(f"m{i}", "user", 10, content=f"turn {i}") for i in range(20)]
+    strategy = SummaryEvict(plain, reserve=6)
+    shortest = strategy.shortest_summary(GIVEN)
+    assert shortest == GIVEN.count(SUMMARY_HEADER + "\nx") + PER_MESSAGE_TOKENS == 14
+    # From 56 to 65 five messages fit budget - reserve: budget - 50 tokens are left.
+    for budget in (56, 63):
+        r = Packer(budget=budget, tokenizer=GIVEN, strategy=strategy).pack(history)
+        assert r.summary is None and plain.calls == []
+        assert [m.id for m in r.kept] == [f"m{i}" for i in range(15, 20)]
+        assert set(r.reason_counts()) == {"recent", "budget"}
+    # 14 tokens would hold a one-character summary, but the text is longer and its
+    # shortest clip ("a […]", 42 characters) costs 15: no summary, dropped for budget.
+    r = Packer(budget=64, tokenizer=GIVEN, strategy=strategy).pack(history)
+    assert r.summary is None and len(plain.calls) == 1
+    assert set(r.reason_counts()) == {"recent", "budget"}
+    r = Packer(budget=65, tokenizer=GIVEN, strategy=strategy).pack(history)
+    assert r.summary is not None and len(plain.calls) == 1 and r.token_count == 65
+    assert r.summary.content == SUMMARY_HEADER + "\nabo […]"  # 44 characters: 11 tokens
     # Pins that overflow the budget leave no room either.
     big = [Message("sys", "system", content="rule " * 600), *chat(10)[1:]]
+    plain.calls.clear()
     r = Packer(budget=500, strategy=SummaryEvict(plain)).pack(big)
     assert r.summary is None and plain.calls == [] and not r.fits
 
@@ -409,7 +458,9 @@ def test_the_given_tokenizer_counts_the_summary() -> None:
     history = [Message(f"m{i}", "user", 40, content=f"turn {i}") for i in range(20)]
     r = Packer(budget=200, tokenizer="given", strategy=SummaryEvict(Folding(100))).pack(history)
     assert r.summary is not None and r.summary.tokens is not None
-    assert r.summary.tokens <= 20 and r.token_count == GIVEN.count_messages(r.kept) <= 200
+    # Four messages fit 200 - 20: the summary gets the reserve and the 20 tokens unused.
+    assert len(r.kept) == 5 and r.summary.tokens == 40
+    assert r.token_count == GIVEN.count_messages(r.kept) == 200
 
 
 def test_explain_shows_the_summary() -> None:

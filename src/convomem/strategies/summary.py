@@ -3,15 +3,18 @@
 The strategy keeps the pinned chunks and the newest chunks that fit ``budget - reserve``
 (its ``fallback`` decides, ``Recency(contiguous=True)`` by default), hands the dropped
 messages to a summarizer and puts the summary, a synthetic system message, into the
-room it reserved.
+room left: the reserve plus whatever the kept chunks leave unused, so a summary is
+sent whenever one fits at all.
 Unlike convopack's ``SummaryEvict`` it never goes over budget because of the summary
 (a long summary is clipped to the room left, with the packer's tokenizer), can keep
 the system prompt first (``placement="after_system"``, so a provider's prompt-cache
 prefix stays intact), and calls the summarizer only when the dropped set changed: the
-text is cached by the dropped messages' ids, so a caller that rebuilds its ``Message``
-objects every turn still gets the cached summary. When the new dropped set extends a
-cached one and the summarizer takes ``(messages, previous)``, only the newly dropped
-messages are summarized, folded into the previous text: no message is summarized twice.
+text is cached by the dropped messages themselves (ids to find it, every field to
+prove it), so a caller that rebuilds its ``Message`` objects every turn still gets the
+cached summary while a strategy shared by many conversations never serves one
+conversation's summary to another. When the new dropped set extends a cached one and
+the summarizer takes ``(messages, previous)``, only the newly dropped messages are
+summarized, folded into the previous text: no message is summarized twice.
 
 The default fallback keeps a strict suffix: the summary then stands for a contiguous
 range of the log, and as an agent loop appends messages the dropped set only grows,
@@ -21,19 +24,19 @@ a gap is dropped later, out of order, and the whole dropped set is summarized af
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import logging
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
+from .. import _check
 from ..errors import AsyncSummarizerError, ConfigError, ConvomemError, TokenizerError
 from ..model import Message
 from ..packing import Call, ChunkStrategy, ChunkTable, Placement, PlanGen, Selection, as_strategy
 from ..summaries import (
     SUMMARY_HEADER,
+    TRUNCATION_MARKER,
     SummarizerAdapter,
     SummarizerLike,
     Summary,
@@ -42,15 +45,20 @@ from ..summaries import (
     render_summary,
 )
 from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
+from ._summary_cache import ENTRIES, CachedSummary, SummaryCache
 from .budget import Recency
 
 SUMMARY_KEY: Final = "convomem_summary"
 """Metadata key (value True) marking the summary message SummaryEvict adds."""
 
-_CACHE_ENTRIES: Final = 16  # dropped sets remembered (a strategy may serve a few sessions)
+OnError: TypeAlias = Literal["raise", "drop"]
+
+log = logging.getLogger("convomem.strategies")
+
 _FIT_ROUNDS: Final = 4  # re-clips when a custom tokenizer's message overhead is not constant
-_INDICES: Final = attrgetter("indices")
+_MESSAGES: Final = attrgetter("messages")
 _ID: Final = attrgetter("id")
+_SHORTEST: Final = "x"  # the shortest text a summary can have: one character
 
 
 def check_fallback(fallback: object, default: ChunkStrategy | None = None) -> ChunkStrategy:
@@ -65,55 +73,37 @@ def check_fallback(fallback: object, default: ChunkStrategy | None = None) -> Ch
         ) from None
 
 
-def _check_reserve(reserve: object) -> int | None:
-    if reserve is None:
-        return None
-    if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 1:
-        raise ConfigError(
-            f"reserve={reserve!r}: must be a positive integer (tokens kept for the summary) "
-            "or None for budget // 10"
-        )
-    return reserve
-
-
-def _check_placement(placement: object) -> Placement:
-    if placement == "head":
-        return "head"
-    if placement == "after_system":
-        return "after_system"
-    raise ConfigError(f"placement={placement!r}: must be 'head' or 'after_system'")
-
-
 def _used(sel: Selection) -> int:
     """Tokens of what a selection sends (pinned and kept chunks, stubs included)."""
     cost = sel.table.cost
     return sel.table.pinned_cost() + sum(cost[p] for p in sel.kept)
 
 
-def _dropped_mask(sel: Selection) -> bytearray:
-    """1 for each free chunk a selection drops without a reason of its own."""
-    mask = bytearray(sel.table.free)
+def _dropped(sel: Selection) -> list[Message]:
+    """The messages to summarize, in order: those in free chunks the selection drops
+    without a reason of its own (earlier stages' notes excluded).
+
+    The chunks' own message lists are chained at C level, without touching a message.
+    """
+    t = sel.table
+    mask = bytearray(t.free)
     for p in chain(sel.kept, sel.dropped):
         mask[p] = 0
-    return mask
+    chunks = compress(t.chunks, mask)
+    notes = sel.notes
+    if not notes:
+        return list(chain.from_iterable(map(_MESSAGES, chunks)))
+    # A stage before us (dedup) noted some messages: skip those.
+    return [m for c in chunks for m, i in zip(c.messages, c.indices, strict=True) if i not in notes]
 
 
-def _indices(sel: Selection, mask: bytearray) -> list[int]:
-    """Input indices of the messages in the chunks flagged by ``mask`` (notes excluded)."""
-    chunks = map(sel.table.chunks.__getitem__, compress(range(len(mask)), mask))
-    idx = list(chain.from_iterable(map(_INDICES, chunks)))
-    if sel.notes:
-        idx = [i for i in idx if i not in sel.notes]
-    return idx
-
-
-@dataclass(slots=True)
-class _Entry:
-    """A summarizer result for one dropped set (ids in order), and its rendered messages."""
-
-    ids: tuple[str, ...]
-    text: str
-    rendered: dict[int, tuple[Tokenizer, Message | None]] = field(default_factory=dict)
+def _counted(message: Message, tokenizer: Tokenizer) -> tuple[Message, int]:
+    """``message`` and its cost; a tokenizer that needs given counts gets one set."""
+    try:
+        return message, tokenizer.count_message(message)
+    except TokenizerError:
+        n = tokenizer.count(message.countable_text()) + PER_MESSAGE_TOKENS
+        return message.replace(tokens=n), n
 
 
 class SummaryEvict(ChunkStrategy):
@@ -121,12 +111,14 @@ class SummaryEvict(ChunkStrategy):
 
     ``summarizer`` is ``(messages) -> str`` or ``(messages, previous) -> str``, sync or
     async (``summaries.as_summarizer``). ``reserve`` is the room, in tokens, kept for
-    the summary (default ``budget // 10``); the messages are packed into
-    ``budget - reserve`` and a longer summary is clipped to fit, so the summary never
-    takes the result over budget. A reserve that is not below the budget raises
-    ``ConfigError`` when packing. When nothing is dropped there is no summary and no
-    call; when no summary fits (pins or ``min_keep`` filled the budget, or the text is
-    empty) the dropped messages keep reason ``"budget"``.
+    the summary (default ``budget // 10``): the messages are packed into
+    ``budget - reserve``, and the summary may use the reserve plus whatever budget the
+    kept chunks leave unused. A longer summary is clipped to fit (ending with ``" […]"``),
+    so the summary never takes the result over budget. A reserve that is not below the
+    budget raises ``ConfigError`` when packing. When nothing is dropped there is no
+    summary and no call; when not even a one-character summary fits (pins or
+    ``min_keep`` filled the budget) there is no call, and when the text is blank there
+    is no summary: the dropped messages then keep reason ``"budget"``.
 
     ``placement="head"`` puts the summary first in ``kept`` (convopack's behaviour);
     ``"after_system"`` puts it right after the leading system messages. ``fallback``
@@ -137,10 +129,16 @@ class SummaryEvict(ChunkStrategy):
     summarized). The summary is a system message with ``metadata[SUMMARY_KEY] = True``
     and a ``"summary"`` entry giving its coverage (``PackResult.summary``).
 
-    The summarizer runs only when the dropped set (by message ids, in order) differs
-    from one seen recently. ``pack()`` with an async summarizer inside a running event
-    loop raises ``RuntimeError``: use ``pack_async``, which awaits async summarizers
-    and runs sync ones in a worker thread.
+    The summarizer runs only when the dropped set differs from one seen recently (the
+    same messages: ids and every field, so a strategy shared by many conversations
+    never serves one's summary to another). A summarizer that raises is not cached,
+    and the next pack tries again; with ``on_error="raise"`` (the default) the error
+    propagates, with ``on_error="drop"`` it is logged (logger ``convomem.strategies``)
+    and the pack goes on without a summary, the dropped messages with reason
+    ``"budget"``. ``pack()`` with an async summarizer inside a running event loop
+    raises ``AsyncSummarizerError`` (a ``RuntimeError``), whatever ``on_error`` says:
+    use ``pack_async``, which awaits async summarizers and runs sync ones in a worker
+    thread.
     """
 
     name = "summary_evict"
@@ -152,17 +150,18 @@ class SummaryEvict(ChunkStrategy):
         reserve: int | None = None,
         placement: Placement = "head",
         fallback: object = None,
+        on_error: OnError = "raise",
     ) -> None:
         self.summarizer = as_summarizer(summarizer)
-        self.reserve = _check_reserve(reserve)
-        self.placement: Placement = _check_placement(placement)
+        self.reserve = _check.optional_positive_int("reserve", reserve)
+        self.placement: Placement = _check.one_of("placement", placement, ("head", "after_system"))
+        self.on_error: OnError = _check.one_of("on_error", on_error, ("raise", "drop"))
         self.fallback = check_fallback(fallback, Recency(contiguous=True))
         if isinstance(self.fallback, SummaryEvict):
             raise ConfigError(f"fallback={fallback!r}: a SummaryEvict cannot fall back to another")
         self._incremental = self.summarizer._pass != "no"  # takes (messages, previous)
-        self._entries: OrderedDict[tuple[str, ...], _Entry] = OrderedDict()
-        self._last: _Entry | None = None  # the entry used last
-        self._lock = threading.Lock()
+        self.cache = SummaryCache(ENTRIES)
+        self._shortest: tuple[Tokenizer, int] | None = None
 
     def reserve_for(self, budget: int) -> int:
         """The reserve used for ``budget`` (ConfigError if it leaves no room for messages)."""
@@ -174,56 +173,56 @@ class SummaryEvict(ChunkStrategy):
             )
         return reserve
 
+    def shortest_summary(self, tokenizer: Tokenizer) -> int:
+        """Tokens of the smallest summary message: the header and one character.
+
+        A summary is sent whenever something is dropped and this much room is left
+        (given a summarizer that returns text); with less, the summarizer is not called.
+        """
+        hit = self._shortest
+        if hit is not None and hit[0] is tokenizer:
+            return hit[1]
+        cost = _counted(self._render(_SHORTEST, ()), tokenizer)[1]
+        self._shortest = (tokenizer, cost)
+        return cost
+
     # -- the plan ------------------------------------------------------------------
 
     def plan(self, table: ChunkTable, budget: int) -> PlanGen:
         reserve = self.reserve_for(budget)
         sel = yield from self.fallback.plan(table, budget - reserve)
         self._check_selection(sel)
-        ids, dropped = self._dropped(sel)
-        if not ids:
+        dropped = _dropped(sel)
+        if not dropped:
             return sel  # nothing dropped: no summary, no call
         tokenizer = sel.table.tokenizer
-        room = min(reserve, budget - _used(sel))
-        if room <= _counted(self._render("", ()), tokenizer)[1]:
-            return sel  # not even an empty summary fits (pins or min_keep overflowed)
-        entry = self._lookup(ids)
+        room = budget - _used(sel)  # the reserve plus what the kept chunks leave unused
+        if room < self.shortest_summary(tokenizer):
+            return sel  # not even the shortest summary fits (pins or min_keep overflowed)
+        ids = tuple(map(_ID, dropped))
+        entry = self.cache.get(ids, dropped)
         if entry is None:
-            entry = yield from self._summarize(ids, dropped or self._messages(sel))
-        hit = entry.rendered.get(room)
-        if hit is not None and hit[0] is tokenizer:
-            summary = hit[1]
-        else:
-            summary = self._fit(entry.text, ids, room, tokenizer)
-            with self._lock:
-                if len(entry.rendered) >= _CACHE_ENTRIES:
-                    entry.rendered.clear()
-                entry.rendered[room] = (tokenizer, summary)
+            try:
+                entry = yield from self._summarize(ids, dropped)
+            except AsyncSummarizerError:
+                raise  # a misuse, not a failure of the summarizer
+            except Exception as exc:
+                if self.on_error == "raise":
+                    raise
+                log.warning(
+                    "summarizer %r failed (%s: %s); %d messages dropped without a summary",
+                    self.summarizer.name,
+                    type(exc).__name__,
+                    exc,
+                    len(dropped),
+                )
+                return sel
+        summary = self._message(entry, room, tokenizer)
         if summary is not None:
             sel.summary = summary
             sel.placement = self.placement
             sel.default = "summarized"
         return sel
-
-    def _dropped(self, sel: Selection) -> tuple[tuple[str, ...], list[Message] | None]:
-        """The ids of the messages to summarize, in order (and the messages, if at hand).
-
-        Each chunk's ids are kept in the table's memo, so in a Packer's table the key is
-        built by C-level passes over the chunks, without touching the messages.
-        """
-        t = sel.table
-        mask = _dropped_mask(sel)
-        if sel.notes:
-            dropped = list(map(t.messages.__getitem__, _indices(sel, mask)))
-            return tuple(map(_ID, dropped)), dropped
-        memo = t.memo(self)
-        chunks = t.chunks
-        for p in range(len(memo), len(chunks)):
-            memo.append(tuple(map(_ID, chunks[p].messages)))
-        return tuple(chain.from_iterable(compress(memo, mask))), None
-
-    def _messages(self, sel: Selection) -> list[Message]:
-        return list(map(sel.table.messages.__getitem__, _indices(sel, _dropped_mask(sel))))
 
     def _check_selection(self, sel: Selection) -> None:
         if sel.summary is not None:
@@ -232,37 +231,13 @@ class SummaryEvict(ChunkStrategy):
                 "a stage list may hold only one summarizing strategy"
             )
 
-    # -- the summarizer and its cache ----------------------------------------------
-
-    def _lookup(self, ids: tuple[str, ...]) -> _Entry | None:
-        last = self._last
-        if last is not None and last.ids == ids:
-            return last  # the common case: compared element by element, never hashed
-        with self._lock:
-            entry = self._entries.get(ids)
-            if entry is not None:
-                self._entries.move_to_end(ids)
-                self._last = entry
-            return entry
-
-    def _previous(self, ids: tuple[str, ...]) -> _Entry | None:
-        """The longest cached dropped set that ``ids`` extends with newer messages."""
-        if not self._incremental:
-            return None
-        with self._lock:
-            entries = list(self._entries.values())
-        best: _Entry | None = None
-        for e in entries:
-            k = len(e.ids)
-            if k < len(ids) and (best is None or k > len(best.ids)) and ids[:k] == e.ids:
-                best = e
-        return best
+    # -- the summarizer ------------------------------------------------------------
 
     def _summarize(
         self, ids: tuple[str, ...], dropped: list[Message]
-    ) -> Generator[Call, Any, _Entry]:
+    ) -> Generator[Call, Any, CachedSummary]:
         """One summarizer call (only the new messages when folding a cached text)."""
-        prev = self._previous(ids)
+        prev = self.cache.longest_prefix(ids, dropped) if self._incremental else None
         previous: Summary | None = None
         given = dropped
         if prev is not None:
@@ -277,23 +252,16 @@ class SummaryEvict(ChunkStrategy):
         adapter = self.summarizer
         what = f"summarizer {adapter.name!r}"
         try:
-            text = yield Call(
-                adapter.acall if adapter.is_async else adapter,
-                (given, previous),
-                async_fn=adapter.acall,
-                what=what,
-            )
-        except AsyncSummarizerError as exc:  # a sync callable that returned an awaitable
+            # The adapter itself in sync packs: an async summarizer inside a running
+            # loop then raises AsyncSummarizerError, which is told from a failure.
+            text = yield Call(adapter, (given, previous), async_fn=adapter.acall, what=what)
+        except AsyncSummarizerError as exc:
             raise AsyncSummarizerError(
                 f"{what} is async and an event loop is running: use `await "
                 "packer.pack_async(...)` (or the strategy's pack_async) instead of pack()"
             ) from exc
-        entry = _Entry(ids, text)
-        with self._lock:
-            self._entries[ids] = entry
-            while len(self._entries) > _CACHE_ENTRIES:
-                self._entries.popitem(last=False)
-            self._last = entry
+        entry = CachedSummary(tuple(dropped), ids, text.strip())
+        self.cache.put(entry)
         return entry
 
     # -- the summary message -------------------------------------------------------
@@ -308,16 +276,35 @@ class SummaryEvict(ChunkStrategy):
         ).to_message()
         return m.replace(metadata={**m.metadata, SUMMARY_KEY: True})
 
-    def _fit(
-        self, text: str, ids: tuple[str, ...], room: int, tokenizer: Tokenizer
+    def _message(self, entry: CachedSummary, room: int, tokenizer: Tokenizer) -> Message | None:
+        """The summary message of ``entry`` costing at most ``room`` (None: none fits)."""
+        full = entry.full
+        if full is None or full[0] is not tokenizer:
+            if entry.text:
+                msg, cost = _counted(self._render(entry.text, entry.ids), tokenizer)
+                full = entry.full = (tokenizer, msg, cost)
+            else:
+                full = entry.full = (tokenizer, None, 0)
+        if full[1] is None or full[2] <= room:
+            return full[1]  # blank, or the whole text fits
+        hit = entry.clipped.get(room)
+        if hit is not None and hit[0] is tokenizer:
+            return hit[1]
+        clipped = self._clip(entry.text, entry.ids, room, full[2], tokenizer)
+        if len(entry.clipped) >= ENTRIES:
+            entry.clipped.clear()
+        entry.clipped[room] = (tokenizer, clipped)
+        return clipped
+
+    def _clip(
+        self, text: str, ids: tuple[str, ...], room: int, cost: int, tokenizer: Tokenizer
     ) -> Message | None:
-        """The summary message for ``text``, clipped to cost at most ``room`` tokens."""
-        if not text.strip():
-            return None
-        msg, cost = _counted(self._render(text, ids), tokenizer)
-        if cost <= room:
-            return msg
-        overhead = cost - tokenizer.count(msg.countable_text())
+        """The summary message of ``text`` clipped to cost at most ``room`` tokens.
+
+        A clipped text keeps at least one character before the truncation marker: a
+        marker alone says nothing, and no summary is better than an empty one.
+        """
+        overhead = cost - tokenizer.count(render_summary(SUMMARY_HEADER, "", text))
 
         def count(t: str) -> int:
             return tokenizer.count(render_summary(SUMMARY_HEADER, "", t))
@@ -325,7 +312,7 @@ class SummaryEvict(ChunkStrategy):
         target = room - overhead
         for _ in range(_FIT_ROUNDS):
             clipped = clip_to_tokens(text, target, count)
-            if not clipped.strip():
+            if not clipped.removesuffix(TRUNCATION_MARKER).strip():
                 return None
             msg, cost = _counted(self._render(clipped, ids), tokenizer)
             if cost <= room:
@@ -338,12 +325,3 @@ class SummaryEvict(ChunkStrategy):
             f"SummaryEvict({self.summarizer.name}, reserve={self.reserve!r}, "
             f"placement={self.placement!r}, fallback={self.fallback!r})"
         )
-
-
-def _counted(message: Message, tokenizer: Tokenizer) -> tuple[Message, int]:
-    """``message`` and its cost; a tokenizer that needs given counts gets one set."""
-    try:
-        return message, tokenizer.count_message(message)
-    except TokenizerError:
-        n = tokenizer.count(message.countable_text()) + PER_MESSAGE_TOKENS
-        return message.replace(tokens=n), n
