@@ -12,15 +12,10 @@ from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
 
-from ..errors import ConfigError, ConvomemError
+from .. import _check
+from ..errors import ConvomemError
 from ..model import Message
 from ..packing import ChunkStrategy, ChunkTable, Selection
-
-
-def _check_min_keep(min_keep: object) -> int:
-    if isinstance(min_keep, bool) or not isinstance(min_keep, int) or min_keep < 0:
-        raise ConfigError(f"min_keep={min_keep!r}: must be a non-negative integer")
-    return min_keep
 
 
 class Recency(ChunkStrategy):
@@ -36,10 +31,8 @@ class Recency(ChunkStrategy):
     name = "recency"
 
     def __init__(self, min_keep: int = 1, contiguous: bool = False) -> None:
-        self.min_keep = _check_min_keep(min_keep)
-        if not isinstance(contiguous, bool):
-            raise ConfigError(f"contiguous={contiguous!r}: must be True or False")
-        self.contiguous = contiguous
+        self.min_keep = _check.non_negative_int("min_keep", min_keep)
+        self.contiguous = _check.flag("contiguous", contiguous)
 
     def select(self, table: ChunkTable, budget: int) -> Selection:
         cost = table.cost
@@ -87,7 +80,7 @@ class FirstFit(ChunkStrategy):
     name = "first_fit"
 
     def __init__(self, min_keep: int = 1) -> None:
-        self.min_keep = _check_min_keep(min_keep)
+        self.min_keep = _check.non_negative_int("min_keep", min_keep)
 
     def select(self, table: ChunkTable, budget: int) -> Selection:
         cost = table.cost
@@ -147,9 +140,11 @@ class Importance(ChunkStrategy):
     name = "importance"
 
     def __init__(self, scorer: Scorer | None = None) -> None:
-        if scorer is not None and not callable(scorer):
-            raise ConfigError(f"scorer={scorer!r}: must be a function message -> number")
-        self.scorer: Scorer = default_scorer if scorer is None else scorer
+        self.scorer: Scorer = (
+            default_scorer
+            if scorer is None
+            else _check.function("scorer", scorer, "a function message -> number")
+        )
 
     def _score(self, table: ChunkTable, p: int) -> float:
         best: float | None = None

@@ -12,15 +12,9 @@ import math
 import time
 from collections.abc import Callable
 
+from .. import _check
 from ..errors import ConfigError
 from ..packing import ChunkTable, Window, runs_of
-
-
-def _check_count(name: str, value: object, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a positive" if minimum > 0 else "a non-negative"
-        raise ConfigError(f"{name}={value!r}: must be {kind} integer")
-    return value
 
 
 class MaxTurns(Window):
@@ -36,7 +30,7 @@ class MaxTurns(Window):
     name = "max_turns"
 
     def __init__(self, n: int) -> None:
-        self.n = _check_count("n", n, minimum=1)
+        self.n = _check.positive_int("n", n)
 
     def apply(self, table: ChunkTable) -> tuple[list[int], list[tuple[int, int]]]:
         msgs = table.messages
@@ -82,17 +76,10 @@ class MaxAge(Window):
     name = "max_age"
 
     def __init__(self, seconds: float, now: Callable[[], float] | None = None) -> None:
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
-            or not math.isfinite(seconds)
-            or seconds <= 0
-        ):
-            raise ConfigError(f"seconds={seconds!r}: must be a positive number of seconds")
-        if now is not None and not callable(now):
-            raise ConfigError(f"now={now!r}: must be None or a function returning epoch seconds")
-        self.seconds = float(seconds)
-        self.now: Callable[[], float] = time.time if now is None else now
+        self.seconds = _check.number("seconds", seconds, minimum=0.0, low_open=True)
+        self.now: Callable[[], float] = (
+            time.time if now is None else _check.function("now", now, "returning epoch seconds")
+        )
 
     def _cutoff(self) -> float:
         now = self.now()
@@ -136,8 +123,8 @@ class HeadTail(Window):
     name = "head_tail"
 
     def __init__(self, head: int, tail: int) -> None:
-        self.head = _check_count("head", head, minimum=0)
-        self.tail = _check_count("tail", tail, minimum=0)
+        self.head = _check.non_negative_int("head", head)
+        self.tail = _check.non_negative_int("tail", tail)
         if head + tail == 0:
             raise ConfigError("head=0, tail=0: keep at least one chunk (head + tail >= 1)")
 
