@@ -4,7 +4,7 @@ driver, so when one raises, the driver rolls back and nothing was written."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConcurrentUpdate, ConfigError, MessageConflict, SessionOwnerMismatch
 from ..model import Message
@@ -91,6 +91,29 @@ def _check_replay(
     return new
 
 
+_INSERT: Final = (
+    "INSERT INTO convomem_messages (session_pk, seq, message_id, data, counts) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+_INSERT_NEW: Final = _INSERT + " ON CONFLICT (session_pk, message_id) DO NOTHING"
+_AFTER_APPEND: Final = (
+    "UPDATE convomem_sessions SET next_seq = ?, last_seq = ?, "
+    "message_count = message_count + ?, updated_at = ?, expires_at = ?"
+)
+_AFTER_APPEND_STATE: Final = _AFTER_APPEND + ", state = ?, state_version = state_version + 1"
+
+
+def _insert(
+    tx: Tx, sql: str, pk: int, start: int, batch: list[EncodedMessage], counts: dict[str, str]
+) -> int:
+    """Insert ``batch`` at seqs ``start``...; how many rows went in."""
+    if len(batch) == 1:  # execute is cheaper than executemany for the common single message
+        m = batch[0]
+        return tx.conn.run(sql, (pk, start, m.id, m.data, counts.get(m.id))).rowcount
+    rows = [(pk, start + i, m.id, m.data, counts.get(m.id)) for i, m in enumerate(batch)]
+    return tx.conn.many(sql, rows)
+
+
 def append(
     tx: Tx,
     key: Key,
@@ -102,7 +125,6 @@ def append(
     counts: dict[str, str],
 ) -> int:
     """Append ``batch`` (and ``state``); the seq of the batch's last message."""
-    c = tx.conn
     row = _lookup_for_write(tx, key, create=bool(batch) or has_state)
     last = 0 if row is None else row.last_seq
     version = 0 if row is None else row.state_version
@@ -114,30 +136,22 @@ def append(
         if not version_ok:
             raise ConcurrentUpdate(key.session_id, "state_version", expected_version or 0, version)
         return last
-    new = batch
-    insert = (
-        "INSERT INTO convomem_messages (session_pk, seq, message_id, data, counts) "
-        "VALUES (?, ?, ?, ?, ?)"
-    )
-    start = row.next_seq
+    new, start = batch, row.next_seq
     inserted = False
     if seq_ok and version_ok and batch:
         # The common case, every message new: insert at once and let the unique index
-        # find a re-sent id; then fall back to the careful path below.
-        n = c.many(
-            insert + " ON CONFLICT (session_pk, message_id) DO NOTHING",
-            [(row.pk, start + i, m.id, m.data, counts.get(m.id)) for i, m in enumerate(batch)],
-        )
+        # find a re-sent id; then undo and take the careful path below.
+        n = _insert(tx, _INSERT_NEW, row.pk, start, batch, counts)
         inserted = n == len(batch)
         if not inserted and n:
-            c.run(
+            tx.conn.run(
                 "DELETE FROM convomem_messages WHERE session_pk = ? AND seq >= ?", (row.pk, start)
             )
     if not inserted:
         stored = _by_id(tx, row.pk, [m.id for m in batch], "data")
         new = _check_replay(key, batch, stored)
         same_state = not has_state or (
-            c.one("SELECT state FROM convomem_sessions WHERE pk = ?", (row.pk,))[0] == state
+            tx.conn.one("SELECT state FROM convomem_sessions WHERE pk = ?", (row.pk,))[0] == state
         )
         if not new and same_state:
             return stored[batch[-1].id][0] if batch else last  # a replay: nothing to do
@@ -145,21 +159,15 @@ def append(
             raise ConcurrentUpdate(key.session_id, "seq", expected_seq or 0, last)
         if not version_ok:
             raise ConcurrentUpdate(key.session_id, "state_version", expected_version or 0, version)
-        c.many(
-            insert, [(row.pk, start + i, m.id, m.data, counts.get(m.id)) for i, m in enumerate(new)]
-        )
+        if new:
+            _insert(tx, _INSERT, row.pk, start, new, counts)
     updated, expires = _touch(tx, row)
-    end = start + len(new) - 1
-    new_last = end if new else last
-    sets = (
-        "next_seq = ?, last_seq = ?, message_count = message_count + ?, "
-        "updated_at = ?, expires_at = ?"
-    )
-    params: list[Any] = [end + 1, new_last, len(new), updated, expires]
+    new_last = start + len(new) - 1 if new else last
+    params = (start + len(new), new_last, len(new), updated, expires)
     if has_state:
-        sets += ", state = ?, state_version = state_version + 1"
-        params.append(state)
-    c.run(f"UPDATE convomem_sessions SET {sets} WHERE pk = ?", (*params, row.pk))
+        tx.conn.run(_AFTER_APPEND_STATE + " WHERE pk = ?", (*params, state, row.pk))
+    else:
+        tx.conn.run(_AFTER_APPEND + " WHERE pk = ?", (*params, row.pk))
     return new_last
 
 

@@ -13,8 +13,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from .. import _check
 from ..errors import ConfigError, CorruptRecord, InvalidMessage
@@ -137,8 +136,7 @@ def check_counts(counts: object) -> dict[str, dict[str, int]]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedMessage:
+class EncodedMessage(NamedTuple):
     """A message ready to store: its id and its ``to_dict()`` JSON."""
 
     id: str
