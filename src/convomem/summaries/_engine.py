@@ -268,7 +268,8 @@ class _Engine:
             if any(m.id in self._covered for m in new):
                 # A concurrent fold covered some of these meanwhile: fold the rest.
                 return (yield from self._fold_gen(new, background=background, given=given))
-            block = self._ledger.preview(found, self._facts_budget) if self.facts else ""
+            with self._tlock:  # preview changes the ledger for a moment, then undoes it
+                block = self._ledger.preview(found, self._facts_budget) if self.facts else ""
             segments: tuple[_Seg, ...] = (*self._segments, seg)
             if not background:  # a background fold leaves merging to its background task
                 segments = yield from self._enforce_gen(segments, block, self._pending_seqs)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from .. import _check
 from ..errors import ConfigError
 from ..model import Message, ToolUseBlock
 from ..tokens import Tokenizer, get_tokenizer
@@ -68,9 +69,7 @@ class ExtractiveSummarizer:
         max_tokens: int = 256,
         tokenizer: str | Tokenizer | Callable[[str], int] = "approx",
     ) -> None:
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 8:
-            raise ConfigError(f"max_tokens={max_tokens!r}: must be an integer of at least 8")
-        self.max_tokens = max_tokens
+        self.max_tokens = _check.integer("max_tokens", max_tokens, minimum=8)
         self._tok = get_tokenizer(tokenizer)
 
     def __repr__(self) -> str:
@@ -255,8 +254,7 @@ class TruncatingSummarizer:
     name = "truncating"
 
     def __init__(self, chars: int = 200, *, marker: str = TRUNCATION_MARKER) -> None:
-        if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
-            raise ConfigError(f"chars={chars!r}: must be a positive integer")
+        chars = _check.positive_int("chars", chars)
         if not isinstance(marker, str):
             raise ConfigError(f"marker={marker!r}: must be a string")
         self.chars = chars

@@ -9,7 +9,6 @@ anything else, including a malformed response, raises ``SummarizerError``.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import threading
@@ -17,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .. import _check
 from ..errors import ConfigError, ConvomemError, MissingDependency, SummarizerError, TransientError
 from ..model import Message
 from .summary import Summary, transcript
@@ -91,23 +91,11 @@ class LLMSummarizer:
             "messages",
         }:
             raise ConfigError(f"prompt={prompt!r}: must contain {{previous}} and {{messages}}")
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise ConfigError(f"timeout={timeout!r}: must be a positive number of seconds")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise ConfigError(f"max_tokens={max_tokens!r}: must be a positive integer or None")
-        if temperature is not None and (
-            isinstance(temperature, bool) or not isinstance(temperature, int | float)
-        ):
-            raise ConfigError(f"temperature={temperature!r}: must be a number or None")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ConfigError(f"max_retries={max_retries!r}: must be a non-negative integer")
+        timeout = _check.number("timeout", timeout, minimum=0.0, low_open=True)
+        _check.optional_positive_int("max_tokens", max_tokens)
+        if temperature is not None:
+            _check.number("temperature", temperature)
+        _check.non_negative_int("max_retries", max_retries)
         if base_url is not None and (not isinstance(base_url, str) or not base_url):
             raise ConfigError(f"base_url={base_url!r}: must be a non-empty string or None")
         self.model = model
