@@ -258,7 +258,7 @@ def planted_text(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]]]:
     return " ".join(sentences), chosen
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(planted_text())
 def test_planted_facts_in_filler_are_extracted(case: tuple[str, list[tuple[str, str]]]) -> None:
     text, planted = case

@@ -226,7 +226,7 @@ class LedgerMachine(RuleBasedStateMachine):
             assert led.select(budget) == model.select(budget), budget
 
 
-LedgerMachine.TestCase.settings = settings(max_examples=70, stateful_step_count=15, deadline=None)
+LedgerMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=15, deadline=None)
 test_ledger_matches_the_model = LedgerMachine.TestCase
 
 

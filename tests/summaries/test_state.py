@@ -67,7 +67,7 @@ ids_st = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(ids_st)
 def test_ids_round_trip_and_runs_shrink_them(ids: list[str]) -> None:
     encoded = encode_ids(ids)
