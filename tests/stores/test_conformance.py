@@ -579,8 +579,11 @@ def test_ttl_policies(open_db: Opener, refresh: str) -> None:
     other.append([msg(0)])
     info = s.info()
     assert info is not None and info.expires_at == clock.now + 100
+    assert info.created_at == info.updated_at == clock.now
     clock.now += 60
     s.append([msg(1)])  # a write
+    info = s.info()
+    assert info is not None and info.updated_at == clock.now != info.created_at
     clock.now += 60
     s.get_items()  # a read (120 s after creation, 60 s after the write)
     if refresh == "read":
@@ -618,6 +621,7 @@ def test_no_ttl_never_expires(db: Any) -> None:
         ({"ttl": 10, "ttl_refresh": "sometimes"}, "ttl_refresh='sometimes'"),
         ({"retry": 3}, "retry=3"),
         ({"clock": 5}, "clock=5"),
+        ({"ttl": TTLPolicy(5), "ttl_refresh": "read"}, "ttl_refresh='read'"),
     ],
 )
 def test_bad_options_are_named(backend: Backend, options: dict[str, Any], where: str) -> None:
@@ -1145,6 +1149,9 @@ def test_reads_cost_the_rows_they_return(db: Any) -> None:
             work.append((after.rows_read - before.rows_read, after.statements - before.statements))
         assert work == [(11, 2), (12, 2), (12, 2)]  # the session row, then limit (+1) rows
     assert big.get_items(10) == batch(n - 10, n)
+    before = db.stats().transactions
+    big.append([msg("one more")])
+    assert db.stats().transactions == before + 1
 
 
 def test_many_sessions_per_user(db: Any) -> None:

@@ -8,6 +8,7 @@ Every file here is on a disk (tmp_path), as in production.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import multiprocessing
 import os
@@ -21,7 +22,7 @@ import pytest
 
 from convomem.errors import ConfigError, StoreError
 from convomem.model import Message
-from convomem.stores import open_store
+from convomem.stores import aopen_store, open_store
 from convomem.stores.sqlite import SQLiteDatabase
 from convomem.stores.sqlite_schema import MIGRATIONS
 from convomem.stores.url import parse_store_url, redact_url
@@ -103,6 +104,12 @@ def test_paths_and_conflicting_options(path: str) -> None:
     with pytest.raises(StoreError, match="does its directory exist"):
         open_store(f"sqlite:///{path}/missing/dir.db")
     assert redact_url("postgresql://me:secret@h/db") == "postgresql://me:***@h/db"
+    with pytest.raises(ConfigError, match="workers=0"):
+        asyncio.run(aopen_store(f"sqlite:///{path}", workers=0))
+    db = asyncio.run(aopen_store(f"sqlite:///{path}", workers=1))
+    db.close()  # the blocking close, from synchronous code
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(db.session("s").get_items())
 
 
 def test_the_file_settings(path: str) -> None:
@@ -194,7 +201,7 @@ def test_migrations_are_named_tracked_and_run_once(path: str) -> None:
 WORKER = """
 import os, time
 from convomem.model import Message
-from convomem.stores import open_store
+from convomem.stores import aopen_store, open_store
 
 
 def appender(url, k, n, barrier, results):

@@ -48,8 +48,6 @@ def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) ->
             out[name] = _FROM_TEXT[name](text)
         except ValueError:
             raise ConfigError(f"url={str(parsed)!r}: {name}={text!r} is not valid") from None
-    if isinstance(out.get("ttl"), TTLPolicy) and "ttl_refresh" in out:
-        raise ConfigError("ttl_refresh: give it inside the TTLPolicy passed as ttl")
     return out
 
 

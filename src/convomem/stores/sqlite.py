@@ -160,7 +160,14 @@ class SQLiteDatabase:
     ) -> None:
         if path is not None and (not isinstance(path, str) or not path):
             raise ConfigError(f"path={path!r}: must be a file path or None (in memory)")
-        self.ttl = ttl if isinstance(ttl, TTLPolicy) else TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
+        if isinstance(ttl, TTLPolicy):
+            if ttl_refresh != "write":
+                raise ConfigError(
+                    f"ttl_refresh={ttl_refresh!r}: give it inside the TTLPolicy passed as ttl"
+                )
+            self.ttl = ttl
+        else:
+            self.ttl = TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
         timeout = _check.number("busy_timeout", busy_timeout, minimum=0.0)
         _check.one_of("synchronous", synchronous, ("normal", "full"))
         if retry is not None and not isinstance(retry, RetryPolicy):

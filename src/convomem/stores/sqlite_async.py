@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .. import _check
+from ..errors import StoreError
 from ..model import Message
 from . import _sqlite_ops as ops
 from ._sqlite_calls import (
@@ -74,7 +75,10 @@ class AsyncSQLiteDatabase:
         core = self._core
 
         def attempt() -> asyncio.Future[T]:
-            return loop.run_in_executor(self._executor, core._attempt, call.fn, call.write)
+            try:
+                return loop.run_in_executor(self._executor, core._attempt, call.fn, call.write)
+            except RuntimeError:  # the executor is shut down
+                raise StoreError(f"{core._where()}: the database is closed") from None
 
         result: T = await core._retry.acall(attempt)
         return result
