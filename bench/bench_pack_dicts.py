@@ -10,6 +10,8 @@ rotated, CPU-time medians), with ``approx`` (chars/4) and ``tiktoken:cl100k_base
 - ``pack_openai``: ``packer.pack_openai(dicts)``; ``pack_anthropic``:
   ``packer.pack_anthropic(dicts, system=...)`` (the prefix is proved unchanged against
   private snapshots, so in-place edits are seen; only the new dict is converted);
+- ``...+trust``: the same with ``Packer(assume_unchanged=True)`` (the prefix proved by
+  identity: for callers that never edit a dict in place once passed);
 - ``convopack``, ``langchain``: each on its own native list (converted once, not timed),
   with the same token counter (``peers.py``).
 
@@ -47,6 +49,7 @@ from convomem.strategies import Recency
 from convomem.tokens import ApproxTokenizer, BaseTokenizer, TiktokenTokenizer
 
 BUDGET = 8_000
+OWN = ("Messages", "pack_openai", "pack_anthropic")
 TOKENIZERS = ("approx", "tiktoken:cl100k_base")
 cpu = time.process_time
 wall = time.perf_counter
@@ -56,8 +59,10 @@ def fresh_tokenizer(spec: str) -> BaseTokenizer:
     return ApproxTokenizer() if spec == "approx" else TiktokenTokenizer(spec.partition(":")[2])
 
 
-def packer(spec: str) -> Packer:
-    return Packer(budget=BUDGET, tokenizer=fresh_tokenizer(spec), strategy=Recency())
+def packer(spec: str, trust: bool = False) -> Packer:
+    return Packer(
+        budget=BUDGET, tokenizer=fresh_tokenizer(spec), strategy=Recency(), assume_unchanged=trust
+    )
 
 
 class Loop:
@@ -80,14 +85,19 @@ def loops(spec: str, size: int, turns: int, peer_names: list[str]) -> list[Loop]
     dicts = workload.openai_messages(size + 3 * turns)
     msgs = from_openai(dicts)
     out = [Loop("Messages", msgs[:size], msgs[size:], packer(spec).pack)]
-    own = workload.openai_messages(size + 3 * turns)  # the caller's own dicts
-    out.append(Loop("pack_openai", own[:size], own[size:], packer(spec).pack_openai))
     system, anth = to_anthropic(from_openai(dicts))
     start = len(to_anthropic(from_openai(dicts[:size]))[1])
-    p = packer(spec)
-    out.append(
-        Loop("pack_anthropic", anth[:start], anth[start:], lambda h: p.pack_anthropic(h, system))
-    )
+    for trust, tag in ((False, ""), (True, "+trust")):
+        own = workload.openai_messages(size + 3 * turns)  # the caller's own dicts
+        pack = packer(spec, trust).pack_openai
+        out.append(Loop("pack_openai" + tag, own[:size], own[size:], pack))
+        p = packer(spec, trust)
+        mine = [dict(d) for d in anth]
+
+        def pack_anthropic(h: list[Any], p: Packer = p) -> Any:
+            return p.pack_anthropic(h, system)
+
+        out.append(Loop("pack_anthropic" + tag, mine[:start], mine[start:], pack_anthropic))
     for name, peer in peers.available_peers(peer_names).items():
         counter = peers.CountingText(fresh_tokenizer(spec))
         native = peer.convert(dicts)
@@ -108,17 +118,16 @@ def per_turn(spec: str, size: int, own_turns: int, peer_turns: int, names: list[
         lp.pack(lp.history)  # warm-up: the first pack converts and counts everything
     for k in range(own_turns):
         for lp in ls[k % len(ls) :] + ls[: k % len(ls)]:
-            if lp.name in ("Messages", "pack_openai", "pack_anthropic") or k < peer_turns:
+            if lp.name.startswith(OWN) or k < peer_turns:
                 lp.turn()
     med = {lp.name: statistics.median(lp.times) for lp in ls}
-    peer_meds = {n: t for n, t in med.items() if n not in ("Messages", "pack_openai",
-                                                           "pack_anthropic")}  # fmt: skip
+    peer_meds = {n: t for n, t in med.items() if not n.startswith(OWN)}
     print(f"\n{spec}, {size:,} messages, median CPU ms per turn:")
     for name, t in med.items():
-        print(f"  {name:<15} {t * 1e3:9.3f} ms")
+        print(f"  {name:<22} {t * 1e3:9.3f} ms")
     native = med["Messages"]
     fastest = min(peer_meds.items(), key=lambda kv: kv[1]) if peer_meds else None
-    for path in ("pack_openai", "pack_anthropic"):
+    for path in [n for n in med if n.startswith(OWN[1:])]:
         line = f"  {path}: {med[path] / native:.2f}x Messages (target <= 2)"
         if fastest:
             line += f"; {fastest[0]} / {path} = {fastest[1] / med[path]:,.0f}x (target >= 100)"

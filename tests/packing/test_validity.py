@@ -372,3 +372,13 @@ def test_moving_pins_find_messages_split_around_an_orphan() -> None:
         assert [d.reason for d in r.decisions] == [*bad, u6, "unanswered"]
         assert r.lost_pins == ({5: "orphan"} if u6 == "unanswered" else {})
         assert [m.id for m in r.kept] == (["u0"] if u6 == "unanswered" else ["u0", "u6"])
+
+
+def test_a_moving_pin_in_a_chunk_start_on_must_drop_is_reported() -> None:
+    """Found by the oracle test: last_user inside an exchange that starts the list with
+    an assistant message and has no user turn before it."""
+    ms = [call("a0", 0, "c1"), msg("u1", "user", 0), msg("s2", "system", 0), result("r3", 0, "c1")]
+    r = Packer(budget=1, tokenizer=GIVEN, start_on="user", pin=("last_user",)).pack(ms)
+    assert ids(r) == [] and r.unstartable and not r.fits
+    assert r.lost_pins == {1: "start_on", 2: "start_on"}  # last_user and the system pin
+    assert [d.reason for d in r.decisions] == ["start_on"] * 4

@@ -11,7 +11,6 @@ from ..tokens import Tokenizer
 from .classify import (
     OK,
     STUBBED,
-    Entry,
     Stubber,
     TableChunk,
     Unanswered,
@@ -153,13 +152,27 @@ class LiveTable(ChunkTable):
         args = (self.base, self.counts, self._pinned_at, self.unanswered, self.stubber,
                 self.tokenizer)  # fmt: skip
         for c in tail:
-            bstart.append(len(chunks))
-            entries: list[Entry]
-            if len(c.indices) == 1 and not c.pending and not c.orphan:
-                entries = [(c, OK, c.tokens, (), False)]
-            else:
-                entries = classify(c, *args)
-            for chunk, st, n, sb, is_cand in entries:
+            p = len(chunks)
+            bstart.append(p)
+            idx = c.indices
+            if len(idx) == 1 and not c.pending and not c.orphan:  # most chunks: inline
+                n = c.tokens
+                chunks.append(c)
+                cost.append(n)
+                status.append(OK)
+                pos_of[idx[0]] = p
+                cand.append(0)
+                if c.messages[0].role == "system":
+                    system.append(p)
+                if c.pinned:
+                    spin_pos.append(p)
+                    free.append(0)
+                    values.append(INF)
+                else:
+                    free.append(1)
+                    values.append(n)
+                continue
+            for chunk, st, n, sb, is_cand in classify(c, *args):
                 p = len(chunks)
                 chunks.append(chunk)
                 cost.append(n)
@@ -198,22 +211,25 @@ class LiveTable(ChunkTable):
             self._pinned = self.spin_pos
             return
         free, status, chunks = self.free, self.status, self.chunks
+        swapped: set[int] = set()
         for i in sorted(policy.moving_positions(len(self.base), self.last_user)):
             p = self.pos_of[i]
             c = chunks[p]
             if free[p]:
                 free[p] = 0
                 self.dyn.append(p)
-            elif self.cand[p] and status[p] != OK:
+            elif self.cand[p] and status[p] != OK:  # a tool-free message: sent on its own
                 assert isinstance(c, TableChunk)
                 self.flips.append((p, status[p]))
                 status[p] = OK
                 c.pinned = True
                 c.pinned_at = [i]
-            elif status[p] != OK and status[p] != STUBBED and i not in lost_pins(c):
-                pins = sorted({*lost_pins(c), i})
-                chunks[p] = _with_pins(c, pins)
-                self.swaps.append((p, c))
+                continue
+            if i not in c.pinned_at:  # record the pin on the chunk (what it holds or loses)
+                chunks[p] = _with_pins(c, sorted({*lost_pins(c), i}))
+                if p not in swapped:
+                    swapped.add(p)
+                    self.swaps.append((p, c))
         extra = self.dyn + [p for p, _ in self.flips]
         self._pinned = sorted(self.spin_pos + extra) if extra else self.spin_pos
 

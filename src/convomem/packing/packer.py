@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from .._check import flag, one_of
@@ -18,6 +18,9 @@ from .provider import DictInput, Kind, PackedAnthropic, PackedOpenAI, as_items
 from .result import PackResult, check_budget
 from .stages import ChunkStrategy, as_strategy
 from .table import _as_messages
+
+System = str | Sequence[Mapping[str, Any]] | None
+"""An Anthropic ``system``: a string or a list of text blocks."""
 
 
 def _check_start_on(value: object) -> StartOn:
@@ -244,7 +247,7 @@ class Packer:
     def pack_anthropic(
         self,
         messages: Iterable[Any],
-        system: Any = ...,
+        system: System = ...,
         *,
         start_on: StartOn = ...,
         result: Literal[False] = ...,
@@ -255,7 +258,7 @@ class Packer:
     def pack_anthropic(
         self,
         messages: Iterable[Any],
-        system: Any = ...,
+        system: System = ...,
         *,
         start_on: StartOn = ...,
         result: Literal[True],
@@ -265,7 +268,7 @@ class Packer:
     def pack_anthropic(
         self,
         messages: Iterable[Any],
-        system: Any = None,
+        system: System = None,
         *,
         start_on: StartOn = "user",
         result: bool = False,
@@ -292,7 +295,7 @@ class Packer:
     async def pack_anthropic_async(
         self,
         messages: Iterable[Any],
-        system: Any = None,
+        system: System = None,
         *,
         start_on: StartOn = "user",
         result: bool = False,
