@@ -87,8 +87,8 @@ class Backend:
 
     fresh_url: Callable[[], str]
     """A URL of a fresh, empty database, each call."""
-    corrupt: Callable[[Any, str | None, str, int, str], None]
-    """``(db, tenant, session_id, seq, text)``: store ``text`` as that message's raw data."""
+    corrupt: Callable[[Any, str | None, str, int, bytes], None]
+    """``(db, tenant, session_id, seq, raw)``: store ``raw`` as that message's data."""
     hold_lock: Callable[[Any], contextlib.AbstractContextManager[Callable[[], None]]]
     """Make ``db``'s writes fail transiently until the ``release()`` it yields is called."""
     fast_fail: dict[str, Any] = field(default_factory=dict)
@@ -104,12 +104,12 @@ def _sqlite_raw(db: Any) -> sqlite3.Connection:
     return sqlite3.connect(conns.target, uri=conns.memory, isolation_level=None, timeout=5)
 
 
-def _sqlite_corrupt(db: Any, tenant: str | None, session_id: str, seq: int, text: str) -> None:
-    with contextlib.closing(_sqlite_raw(db)) as raw:
-        done = raw.execute(
-            "UPDATE convomem_messages SET data = ? WHERE seq = ? AND session_pk = "
+def _sqlite_corrupt(db: Any, tenant: str | None, session_id: str, seq: int, raw: bytes) -> None:
+    with contextlib.closing(_sqlite_raw(db)) as conn:
+        done = conn.execute(
+            "UPDATE convomem_messages SET data = CAST(? AS TEXT) WHERE seq = ? AND session_pk = "
             "(SELECT pk FROM convomem_sessions WHERE tenant = ? AND session_id = ?)",
-            (text, seq, tenant or "", session_id),
+            (raw, seq, tenant or "", session_id),
         ).rowcount
     assert done == 1
 
@@ -634,10 +634,11 @@ def test_bad_options_are_named(backend: Backend, options: dict[str, Any], where:
 # -- faults -----------------------------------------------------------------------------
 
 CORRUPTIONS = {
-    "not json": "{not json",
-    "not a message": '{"role": "user", "bogus": 1}',
-    "another id": json.dumps({"id": "someone-else", "role": "user"}),
-    "a list": "[1, 2]",
+    "not json": b"{not json",
+    "not a message": b'{"role": "user", "bogus": 1}',
+    "another id": json.dumps({"id": "someone-else", "role": "user"}).encode(),
+    "a list": b"[1, 2]",
+    "not utf-8": b'{"id": "m2", "role": "user", "content": "\xff\xfe"}',
 }
 
 

@@ -96,9 +96,15 @@ COLS: Final = (
     "pk, user_id, created_at, updated_at, expires_at, metadata, next_seq, last_seq, "
     "message_count, state_version"
 )
-_MSG: Final = "SELECT seq, message_id, data, counts FROM convomem_messages WHERE session_pk = ?"
+# Text read as bytes: a row whose text is not UTF-8 is that row's CorruptRecord, instead
+# of a decoding error that would fail the whole read.
+_MSG: Final = (
+    "SELECT seq, CAST(message_id AS BLOB), CAST(data AS BLOB), CAST(counts AS BLOB) "
+    "FROM convomem_messages WHERE session_pk = ?"
+)
 MSG_NO_COUNTS: Final = (
-    "SELECT seq, message_id, data, NULL FROM convomem_messages WHERE session_pk = ?"
+    "SELECT seq, CAST(message_id AS BLOB), CAST(data AS BLOB), NULL "
+    "FROM convomem_messages WHERE session_pk = ?"
 )
 
 
@@ -229,7 +235,7 @@ def get_counts(tx: Tx, key: Key, ids: list[str] | None) -> dict[str, dict[str, i
     row = lookup(tx, key)
     if row is None:
         return {}
-    base = "SELECT message_id, counts FROM convomem_messages WHERE session_pk = ?"
+    base = "SELECT message_id, CAST(counts AS BLOB) FROM convomem_messages WHERE session_pk = ?"
     if ids is None:
         rows = tx.conn.all(base, (row.pk,))
     else:

@@ -50,7 +50,7 @@ def _by_id(tx: Tx, pk: int, ids: list[str], column: str) -> dict[str, tuple[int,
     for part in chunks(ids):
         marks = ",".join("?" * len(part))
         for seq, mid, value in tx.conn.all(
-            f"SELECT seq, message_id, {column} FROM convomem_messages "
+            f"SELECT seq, message_id, CAST({column} AS BLOB) FROM convomem_messages "
             f"WHERE session_pk = ? AND message_id IN ({marks})",
             (pk, *part),
         ):
@@ -58,17 +58,17 @@ def _by_id(tx: Tx, pk: int, ids: list[str], column: str) -> dict[str, tuple[int,
     return out
 
 
-def _same(stored: str, new: EncodedMessage) -> bool:
-    if stored == new.data:
-        return True
-    try:  # the same message may be written with its metadata's keys in another order
-        return bool(Message.from_dict(json.loads(stored)) == new.message)
-    except Exception:
+def _same(stored: bytes, new: EncodedMessage) -> bool:
+    try:
+        text = stored.decode("utf-8")
+        # The same message may be written with its metadata's keys in another order.
+        return text == new.data or bool(Message.from_dict(json.loads(text)) == new.message)
+    except Exception:  # unreadable: not the same
         return False
 
 
 def _check_replay(
-    key: Key, batch: list[EncodedMessage], stored: dict[str, tuple[int, str]]
+    key: Key, batch: list[EncodedMessage], stored: dict[str, tuple[int, bytes]]
 ) -> list[EncodedMessage]:
     """The messages of ``batch`` that are new; raises ``MessageConflict`` for a stored id
     with other content, or a stored message after a new one (the batch would be split)."""

@@ -164,38 +164,43 @@ def encode_messages(items: object) -> list[EncodedMessage]:
     return out
 
 
-def decode_counts(text: str | None) -> dict[str, int]:
+def decode_counts(raw: str | bytes | None) -> dict[str, int]:
     """A stored counts column; ``{}`` for none, and for one that cannot be read (counts
     are a cache: a lost count is counted again, never a reason to hide a message)."""
-    if not text:
+    if not raw:
         return {}
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included
         return {}
     if not isinstance(value, dict):
         return {}
     return {k: n for k, n in value.items() if type(n) is int and n >= 0}
 
 
-def _decode(message_id: str, data: Any) -> Message:
-    if isinstance(data, bytes):
-        data = data.decode("utf-8")
-    if not isinstance(data, str):
-        raise ValueError(f"the stored value is a {type(data).__name__}, not JSON text")
-    message = Message.from_dict(json.loads(data))
-    if message.id != message_id:
-        raise ValueError(f"the stored message has id {message.id!r}, its row {message_id!r}")
+def _text(value: object, what: str) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if not isinstance(value, str):
+        raise ValueError(f"the stored {what} is a {type(value).__name__}, not text")
+    return value
+
+
+def _decode(message_id: object, data: object) -> Message:
+    mid = _text(message_id, "message id")
+    message = Message.from_dict(json.loads(_text(data, "message")))
+    if message.id != mid:
+        raise ValueError(f"the stored message has id {message.id!r}, its row {mid!r}")
     return message
 
 
 def decode_rows(
     session_id: str,
-    rows: Iterable[tuple[int, str, Any, str | None]],
+    rows: Iterable[tuple[int, Any, Any, Any]],
     *,
     cursor: str | None = None,
 ) -> list[LogEntry]:
-    """Decode ``(seq, message_id, data, counts)`` rows in the order given.
+    """Decode ``(seq, message_id, data, counts)`` rows (text or UTF-8 bytes) in order.
 
     Every row is decoded, so one corrupt row never hides the others: if any fails,
     ``CorruptRecord`` names the session and the first bad seq and carries every valid
