@@ -432,3 +432,13 @@ def test_a_snapshot_equals_exactly_the_same_json(a: Any, b: Any, data: Any) -> N
         k = data.draw(st.sampled_from(sorted(near)))
         near[k] = data.draw(LEAVES)
         assert (near == snap) == same(a, near)
+
+
+def test_an_earlier_result_does_not_change_with_later_calls() -> None:
+    packer = Packer(budget=1_000)
+    history = [{"role": "user", "content": "hi"}]
+    first = packer.pack_openai(history, result=True).result
+    for k in range(3):
+        history.append({"role": "assistant", "content": f"a{k}"})
+        packer.pack_openai(history)
+    assert len(first.messages) == 1 and len(first.decisions) == 1 and first.dropped == []

@@ -182,9 +182,9 @@ def as_items(messages: object) -> list[Any]:
 class DictInput:
     """One format's memory: snapshots of the dicts converted last, and their messages.
 
-    ``convert(items, system)`` returns ``(messages, unchanged)``: the converted list (this
-    object's own, extended in place when the input grew) and how many of its leading
-    messages are the very objects the previous call returned.
+    ``convert(items, system)`` returns ``(messages, unchanged)``: the converted list (a
+    new list each call) and how many of its leading messages are the very objects the
+    previous call returned.
     """
 
     def __init__(self, kind: Kind, assume_unchanged: bool = False) -> None:
@@ -277,9 +277,10 @@ class DictInput:
         self.snaps += new if self.assume_unchanged else [snapshot(d) for d in new]
         self.body += converted
         self.keys += keys
+        # A new list each call (one C-level copy): a PackResult keeps the list it describes.
         if head_same and j == k:
             unchanged = len(self.messages)
-            self.messages += converted
+            self.messages = [*self.messages, *converted]
         else:
             unchanged = len(head) + j if head_same else 0
             self.messages = head + self.body
