@@ -73,7 +73,7 @@ from convomem.stores import (
 )
 from convomem.stores.sqlite import SQLiteDatabase
 
-EXAMPLES = int(os.environ.get("CONVOMEM_STORE_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("CONVOMEM_STORE_EXAMPLES", "6"))
 SCALE = float(os.environ.get("CONVOMEM_STORE_SCALE", "1"))
 FAST = settings(
     max_examples=EXAMPLES,
@@ -1137,7 +1137,7 @@ def test_the_store_behaves_like_its_model(open_db: Opener) -> None:
 
 def test_reads_cost_the_rows_they_return(db: Any) -> None:
     """get_items(limit=10) and a page read O(limit) rows whatever the session's length."""
-    n = int(5_000 * SCALE)
+    n = int(3_000 * SCALE)
     big, small = db.session("big"), db.session("small")
     for i in range(0, n, 1000):
         big.append(batch(i, min(n, i + 1000)))
@@ -1157,7 +1157,7 @@ def test_reads_cost_the_rows_they_return(db: Any) -> None:
             rows, calls = after.rows_read - before.rows_read, after.statements - before.statements
             assert rows <= 12  # the session's record, the page (and one to see if there is more)
             work[size].append((rows, calls))
-    assert work[n] == work[20]  # the same work at 20 messages and at 5,000
+    assert work[n] == work[20]  # the same work at 20 messages and at 3,000
     assert big.get_items(10) == batch(n - 10, n)
     before = db.stats().transactions
     big.append([msg("one more")])
@@ -1165,7 +1165,7 @@ def test_reads_cost_the_rows_they_return(db: Any) -> None:
 
 
 def test_many_sessions_per_user(db: Any) -> None:
-    n = int(300 * SCALE)
+    n = int(200 * SCALE)
     for k in range(n):
         db.session(f"chat-{k}", user_id="u").append([msg(k)])
     db.session("other", user_id="v").append([msg(0)])
