@@ -15,12 +15,14 @@ import operator
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Final
 
 from ..model import Message
 from ..tokens import Tokenizer
 
 ENTRIES: Final = 16  # dropped sets remembered (a strategy may serve a few sessions)
+_ID: Final = attrgetter("id")
 
 
 def same_messages(a: Sequence[Message], b: Sequence[Message]) -> bool:
@@ -71,12 +73,17 @@ class SummaryCache:
             self._entries.clear()
             self._last = None
 
-    def get(self, ids: tuple[str, ...], messages: Sequence[Message]) -> CachedSummary | None:
-        """The summary of exactly ``messages`` (whose ids are ``ids``), if cached."""
+    def get(self, messages: Sequence[Message]) -> CachedSummary | None:
+        """The summary of exactly ``messages``, if cached."""
+        n = len(messages)
         last = self._last
-        if last is not None and _stands_for(last, ids, messages, len(ids)):
-            return last  # the common case: compared element by element, never hashed
-        n = len(ids)
+        if (
+            last is not None
+            and len(last.ids) == n
+            and all(map(operator.is_, last.messages, messages))
+        ):
+            return last  # the common case: one C-level identity pass, no ids, no hash
+        ids = tuple(map(_ID, messages))
         with self._lock:
             entries = self._entries
             for k in range(len(entries) - 1, -1, -1):
@@ -90,7 +97,7 @@ class SummaryCache:
     def longest_prefix(
         self, ids: tuple[str, ...], messages: Sequence[Message]
     ) -> CachedSummary | None:
-        """The cached summary of the longest strict prefix of ``messages``, if any."""
+        """The cached summary of the longest strict prefix of ``messages`` (ids ``ids``)."""
         n = len(ids)
         with self._lock:
             entries = [e for e in self._entries if 0 < len(e.ids) < n]

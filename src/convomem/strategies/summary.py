@@ -199,11 +199,10 @@ class SummaryEvict(ChunkStrategy):
         room = budget - _used(sel)  # the reserve plus what the kept chunks leave unused
         if room < self.shortest_summary(tokenizer):
             return sel  # not even the shortest summary fits (pins or min_keep overflowed)
-        ids = tuple(map(_ID, dropped))
-        entry = self.cache.get(ids, dropped)
+        entry = self.cache.get(dropped)
         if entry is None:
             try:
-                entry = yield from self._summarize(ids, dropped)
+                entry = yield from self._summarize(tuple(map(_ID, dropped)), dropped)
             except AsyncSummarizerError:
                 raise  # a misuse, not a failure of the summarizer
             except Exception as exc:
