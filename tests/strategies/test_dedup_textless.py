@@ -115,8 +115,8 @@ def mixed(draw: Any, prefix: str = "m") -> tuple[list[Message], list[list[float]
 
 @settings(max_examples=40, deadline=None)
 @given(
-    a=mixed(prefix="a"),
-    b=mixed(prefix="b"),
+    a=mixed(),
+    b=mixed(),
     budget=st.integers(1, 250),
     steps=st.lists(st.tuples(st.booleans(), st.integers(0, 20)), min_size=1, max_size=10),
     backend=st.sampled_from(("python", "numpy")),
@@ -128,9 +128,9 @@ def test_a_reused_strategy_with_text_less_messages_decides_like_a_fresh_one(
     steps: list[tuple[bool, int]],
     backend: Any,
 ) -> None:
-    """Prefixes of two conversations, interleaved, through one strategy (its finder and
-    cache reused) and one Packer each: every pack equals a fresh strategy's, and only
-    texts are ever embedded."""
+    """Prefixes of two conversations with colliding ids, interleaved, through one
+    strategy (its finder and cache reused) and one Packer each: every pack equals a
+    fresh strategy's, and only texts are ever embedded."""
     (ma, pool_a), (mb, _) = a, b
     # One pool for both: "v<k>" means the same vector in either conversation.
     mb = [
