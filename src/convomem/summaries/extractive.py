@@ -8,14 +8,14 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias, TypeVar
 
 from .. import _check
 from ..errors import ConfigError
 from ..model import Message, ToolUseBlock
 from ..tokens import Tokenizer, get_tokenizer
 from ._fact import KIND_VALUE
-from .extraction import scan_text, takes_preferences
+from .extraction import scan_text, split_sentences, takes_preferences
 from .summary import (
     SEGMENT_KEY,
     TRUNCATION_MARKER,
@@ -41,6 +41,25 @@ _STOPWORDS_TEXT = """
     got get let lets i'm it's that's don't can't im dont cant one would like just really
 """
 _STOPWORDS: Final = frozenset(_STOPWORDS_TEXT.split())
+_DIGIT: Final = re.compile(r"\d")
+T = TypeVar("T")
+K = TypeVar("K")
+
+
+_Unit: TypeAlias = tuple[str | None, bool, list[str], bool]
+"""``(label, may hold preferences, [text, extras...], a line of a summary)``."""
+_Terms: TypeAlias = tuple[tuple[str, float], ...]
+_Made: TypeAlias = tuple[str, int, _Terms]
+"""A summary sentence as a candidate: its text (clipped), cost and terms."""
+_Item: TypeAlias = tuple[int, str, list[tuple[str, str]], _Made | None, tuple[str, bool] | None]
+_MEMO_ENTRIES: Final = 16_384
+
+
+def _remember(memo: dict[K, T], key: K, value: T) -> None:
+    """Store in a bounded memo (the oldest entry goes first)."""
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.pop(next(iter(memo)), None)
+    memo[key] = value
 
 
 @dataclass(slots=True)
@@ -71,20 +90,22 @@ class ExtractiveSummarizer:
     ) -> None:
         self.max_tokens = _check.integer("max_tokens", max_tokens, minimum=8)
         self._tok = get_tokenizer(tokenizer)
+        # Bounded memos by sentence text: its token count, and a summary sentence as a
+        # candidate (a merge re-reads old sentences). Both are pure functions of the text.
+        self._counts: dict[str, int] = {}
+        self._made: dict[tuple[str, bool], _Made] = {}
 
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(max_tokens={self.max_tokens})"
 
-    def _units(
-        self, messages: Sequence[Message], previous: Summary | None
-    ) -> list[tuple[str | None, bool, list[str]]]:
-        """``(label, may hold preferences, [text, extras...])`` units, previous first.
+    def _units(self, messages: Sequence[Message], previous: Summary | None) -> list[_Unit]:
+        """The units (``_Unit``), previous first.
 
         A message's text comes first and alone, so its fact scan is the one the running
         summary's ledger already made (the extraction memo is keyed by the text); tool
         calls follow as extra parts.
         """
-        units: list[tuple[str | None, bool, list[str]]] = []
+        units: list[_Unit] = []
 
         def summary_lines(text: str) -> None:
             for line in text.splitlines():
@@ -93,9 +114,9 @@ class ExtractiveSummarizer:
                     continue
                 m = _LABELED.match(line)
                 if m:
-                    units.append((m.group(1), m.group(1).startswith("user"), [m.group(2)]))
+                    units.append((m.group(1), m.group(1).startswith("user"), [m.group(2)], True))
                 else:
-                    units.append((None, True, [line]))
+                    units.append((None, True, [line], True))
 
         if previous is not None and previous.text:
             summary_lines(previous.text)
@@ -105,45 +126,73 @@ class ExtractiveSummarizer:
                 continue
             parts = [msg.text(), *_calls(msg)]
             if any(p.strip() for p in parts):
-                units.append((message_label(msg), takes_preferences(msg), parts))
+                units.append((message_label(msg), takes_preferences(msg), parts, False))
         return units
 
-    def _candidates(self, units: list[tuple[str | None, bool, list[str]]]) -> list[_Candidate]:
-        count = self._tok.count
+    def _candidates(self, units: list[_Unit]) -> list[_Candidate]:
         cap = max(8, self.max_tokens // 2)
-        cands: list[_Candidate] = []
-        for u, (_label, prefs, parts) in enumerate(units):
+        # Sentences in order: ``(unit, sentence, its facts, memo hit, memo key)``. A
+        # message part is scanned whole (the ledger's scan, shared through the memo); a
+        # summary line sentence by sentence, each a pure function of its text memoized
+        # here, so a merge that re-reads old sentences neither scans nor counts them.
+        items: list[_Item] = []
+        made = self._made
+        for u, (_label, prefs, parts, summary_line) in enumerate(units):
             for part in parts:
-                scan = scan_text(part, prefs)
-                sentences, spans = scan.sentences, scan.spans
-                j = 0
-                for start, raw in sentences:
-                    end = start + len(raw)
-                    here: list[tuple[str, str]] = []
-                    while j < len(spans) and spans[j][0] < end:
-                        if spans[j][0] >= start:
-                            here.append((spans[j][1], spans[j][2]))
-                        j += 1
-                    sentence = " ".join(raw.split())
-                    cost = count(sentence) + 1
-                    clipped = cost > cap
-                    if clipped:
-                        sentence = clip_to_tokens(sentence, cap - 1, count)
-                        cost = count(sentence) + 1
-                    if not sentence:
-                        continue
-                    terms = _terms(sentence)
-                    for kind, value in here:
-                        if clipped and value not in sentence:
-                            continue
-                        key = " ".join(value.split()).casefold()
-                        terms[f"\x00{kind}\x1f{key}"] = 1.0 + KIND_VALUE[kind] / 2
-                    cands.append(_Candidate(u, len(cands), sentence, terms, cost))
+                if not summary_line:
+                    _scan_into(items, u, part, prefs, None)
+                    continue
+                for _, raw in split_sentences(part):
+                    key = (" ".join(raw.split()), prefs)
+                    hit = made.get(key)
+                    if hit is None:
+                        _scan_into(items, u, key[0], prefs, key)
+                    else:
+                        items.append((u, hit[0], [], hit, None))
+        count = self._counter([s for _, s, _, hit, _ in items if hit is None])
+        cands: list[_Candidate] = []
+        for u, sentence, here, hit, memo_key in items:
+            if hit is not None:
+                if hit[0]:
+                    cands.append(_Candidate(u, len(cands), hit[0], dict(hit[2]), hit[1]))
+                continue
+            cost = count(sentence) + 1
+            clipped = cost > cap
+            if clipped:
+                sentence = clip_to_tokens(sentence, cap - 1, count)
+                cost = count(sentence) + 1
+            terms = _terms(sentence) if sentence else {}
+            for kind, value in here:
+                if clipped and value not in sentence:
+                    continue
+                key_ = " ".join(value.split()).casefold()
+                terms[f"\x00{kind}\x1f{key_}"] = 1.0 + KIND_VALUE[kind] / 2
+            if memo_key is not None:
+                _remember(made, memo_key, (sentence, cost, tuple(terms.items())))
+            if sentence:
+                cands.append(_Candidate(u, len(cands), sentence, terms, cost))
         return cands
+
+    def _counter(self, sentences: list[str]) -> Callable[[str], int]:
+        """``count``, with the distinct ``sentences`` counted up front in one batch and
+        memoized (an old sentence is not counted again)."""
+        memo = self._counts
+        todo = list(dict.fromkeys(s for s in sentences if s not in memo))
+        if todo:
+            batch = getattr(self._tok, "count_texts", None)
+            counts = batch(todo) if batch is not None else [self._tok.count(t) for t in todo]
+            for text, n in zip(todo, counts, strict=True):
+                _remember(memo, text, n)
+        raw = self._tok.count
+
+        def count(text: str) -> int:
+            n = memo.get(text)
+            return raw(text) if n is None else n
+
+        return count
 
     def __call__(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
         units = self._units(messages, previous)
-        count = self._tok.count
         cands = self._candidates(units)
         if not cands:
             return ""
@@ -153,7 +202,9 @@ class ExtractiveSummarizer:
                 df[t] = df.get(t, 0) + 1
         n = len(cands)
         weight = {t: (1.0 if t.startswith("\x00") else math.log(1 + n / d)) for t, d in df.items()}
-        label_cost = [count(f"{label}: ") if label else 0 for label, _, _ in units]
+        labels = [f"{label}: " for label, _, _, _ in units if label]
+        count = self._counter(labels)
+        label_cost = [count(f"{label}: ") if label else 0 for label, _, _, _ in units]
         chosen = self._select(cands, weight, label_cost)
         return self._render(units, cands, chosen, count)
 
@@ -192,7 +243,7 @@ class ExtractiveSummarizer:
 
     def _render(
         self,
-        units: list[tuple[str | None, bool, list[str]]],
+        units: list[_Unit],
         cands: list[_Candidate],
         chosen: list[int],
         count: Callable[[str], int],
@@ -213,6 +264,26 @@ class ExtractiveSummarizer:
             picked.pop()  # the last pick had the lowest gain per token
 
 
+def _scan_into(
+    items: list[_Item], u: int, text: str, prefs: bool, key: tuple[str, bool] | None
+) -> None:
+    """Append the sentences of ``text`` with the facts that start in each; a summary
+    sentence (``key``) that splits further is not memoized."""
+    scan = scan_text(text, prefs)
+    sentences, spans = scan.sentences, scan.spans
+    if key is not None and len(sentences) != 1:
+        key = None
+    j = 0
+    for start, raw in sentences:
+        end = start + len(raw)
+        here: list[tuple[str, str]] = []
+        while j < len(spans) and spans[j][0] < end:
+            if spans[j][0] >= start:
+                here.append((spans[j][1], spans[j][2]))
+            j += 1
+        items.append((u, " ".join(raw.split()), here, None, key))
+
+
 def _terms(sentence: str) -> dict[str, float]:
     """The sentence's informative words with their boost (numbers, then proper nouns): a
     fresh dict (the caller adds to it) from a memo, since merges re-read old sentences."""
@@ -227,7 +298,7 @@ def _terms_of(sentence: str) -> tuple[tuple[str, float], ...]:
         if lw in _STOPWORDS or (len(lw) < 2 and not lw.isdigit()):
             continue
         boost = 1.0
-        if any(c.isdigit() for c in w):
+        if _DIGIT.search(w) is not None:
             boost = 1.6
         elif i and w[0].isupper():
             boost = 1.3
