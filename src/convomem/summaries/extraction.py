@@ -25,7 +25,7 @@ import re
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
 from ._fact import Fact, FactKind
@@ -136,16 +136,40 @@ def _clip(value: str, limit: int) -> str:
 _DIGIT = re.compile(r"\d")
 _DIGIT_OR_HASH = re.compile(r"[\d#]")
 _AT = re.compile("@")
+# Substrings without one of which AMOUNT (case-sensitive) cannot match: a currency sign,
+# code or word. Prices in tool output ("361.25") usually have none.
+_CURRENCY: Final = ("$", "€", "£", "¥", "USD", "EUR", "GBP", "CHF", "CAD", "AUD", "JPY")
+_CURRENCY_WORDS: Final = ("INR", "dollar", "euro", "pound", "cent", "buck")
+
+
+def _has_currency(text: str) -> bool:
+    return any(c in text for c in _CURRENCY) or any(w in text for w in _CURRENCY_WORDS)
+
+
+def _has_date(text: str) -> bool:
+    """Every DATE alternative holds a digit but the weekday ones ("...day")."""
+    return "day" in text or _DIGIT.search(text) is not None
+
+
+_Needs: TypeAlias = "re.Pattern[str] | Callable[[str], bool] | None"
 # Each kind, its pattern, and a quick test without which it cannot match at all (most
 # chat messages have no "@" and many no digit: their passes are skipped).
-_ATOMIC: Final[tuple[tuple[FactKind, re.Pattern[str], re.Pattern[str] | None], ...]] = (
+_ATOMIC: Final[tuple[tuple[FactKind, re.Pattern[str], _Needs], ...]] = (
     ("email", EMAIL, _AT),
-    ("amount", AMOUNT, _DIGIT),
-    ("date", DATE, None),
+    ("amount", AMOUNT, _has_currency),
+    ("date", DATE, _has_date),
     ("reference", REFERENCE, _DIGIT),
     ("id", ID, _DIGIT_OR_HASH),
     ("number", NUMBER, _DIGIT),
 )
+
+
+def _may_match(needs: _Needs, text: str) -> bool:
+    if needs is None:
+        return True
+    if isinstance(needs, re.Pattern):
+        return needs.search(text) is not None
+    return needs(text)
 
 
 def _scan(text: str, preferences: bool) -> Scan:
@@ -162,7 +186,7 @@ def _scan(text: str, preferences: bool) -> Scan:
             found.append((pos, kind, value))
 
     for kind, pattern, needs in _ATOMIC:
-        if needs is not None and needs.search(text) is None:
+        if not _may_match(needs, text):
             continue
         taken: list[tuple[int, int]] = []
         for m in pattern.finditer(text):
