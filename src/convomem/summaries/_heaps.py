@@ -70,9 +70,19 @@ class Selection:
         self.high: list[tuple[Rank, int, Entry]] = []
         self.every: list[tuple[Rank, int, Entry]] = []
         self._tokens = itertools.count()
+        self._costs: dict[str, int] = {}
 
     def cost_of(self, fact: Fact) -> int:
-        return self.count(fact.value + "; ")
+        """Tokens of ``value + "; "``, memoized for the last values (a fold previews its
+        facts, then adds them)."""
+        memo = self._costs
+        n = memo.get(fact.value)
+        if n is None:
+            n = self.count(fact.value + "; ")
+            if len(memo) >= 4096:
+                memo.pop(next(iter(memo)))
+            memo[fact.value] = n
+        return n
 
     # -- membership ----------------------------------------------------------------------
 

@@ -214,9 +214,10 @@ class ExtractiveSummarizer:
         covered: set[str] = set()
         used_units: set[int] = set()
         budget = self.max_tokens
+        weighted = [[(t, weight[t] * b) for t, b in c.terms.items()] for c in cands]
 
         def score(c: _Candidate) -> tuple[float, int]:
-            gain = sum(weight[t] * b for t, b in c.terms.items() if t not in covered)
+            gain = sum(w for t, w in weighted[c.pos] if t not in covered)
             cost = c.cost + (0 if c.unit in used_units else label_cost[c.unit])
             return gain / cost, cost
 
