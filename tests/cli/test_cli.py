@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convomem.cli import build_parser, main
+from _cli_support import one_line_failure, run
+from convomem.cli import build_parser
 from convomem.cli.catalog import PACKER_STRATEGIES, STRATEGY_NAMES, resolve_pins
 from convomem.cli.catalog import pack as pack_named
 from convomem.formats.anthropic import from_anthropic
@@ -26,31 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "support_conversation.json"
 DATA: list[dict[str, Any]] = json.loads(EXAMPLE.read_text())
 MESSAGES = from_openai(DATA)
-
-
-def run(*argv: str, stdin: str | bytes | None = None) -> tuple[int, str, str]:
-    """Run the CLI in-process, capturing stdout and stderr."""
-    out = io.StringIO()
-    err = io.StringIO()
-    old_err, old_in = sys.stderr, sys.stdin
-    sys.stderr = err
-    if isinstance(stdin, bytes):
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
-    elif stdin is not None:
-        sys.stdin = io.StringIO(stdin)
-    try:
-        code = main(list(argv), out=out)
-    finally:
-        sys.stderr, sys.stdin = old_err, old_in
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line_failure(code: int, out: str, err: str) -> None:
-    assert code == 2, err
-    assert out == ""
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith("convomem") and "error" in err
-    assert "Traceback" not in err
 
 
 def write(tmp_path: Path, data: Any, name: str = "c.json") -> str:

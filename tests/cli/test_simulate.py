@@ -150,7 +150,7 @@ def test_progress_bar_draws_only_on_a_terminal() -> None:
 
 
 def test_cli_simulate_prints_a_table_and_plots(tmp_path: Path) -> None:
-    from test_cli import run
+    from _cli_support import run
 
     png = tmp_path / "cost.png"
     code, out, err = run(
@@ -169,7 +169,8 @@ def test_cli_simulate_prints_a_table_and_plots(tmp_path: Path) -> None:
 
 def test_the_plot_title_names_budget_and_prices(tmp_path: Path) -> None:
     import matplotlib
-    from test_cli import run
+
+    from _cli_support import run
 
     svg = tmp_path / "cost.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # keep text as text
@@ -198,9 +199,8 @@ def test_the_plot_title_names_budget_and_prices(tmp_path: Path) -> None:
 def test_a_bad_plot_path_fails_before_simulating(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, needle: str
 ) -> None:
-    from test_cli import one_line_failure, run
-
     import convomem.cli.simulate as sim
+    from _cli_support import one_line_failure, run
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("simulated before checking the plot path")
@@ -214,9 +214,8 @@ def test_a_bad_plot_path_fails_before_simulating(
 
 
 def test_plot_without_matplotlib_fails_before_simulating(monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_cli import one_line_failure, run
-
     import convomem.cli.simulate as sim
+    from _cli_support import one_line_failure, run
 
     monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
     monkeypatch.setattr(sim, "simulate", lambda *a, **k: pytest.fail("simulated"))
