@@ -44,9 +44,11 @@ def _sensitive(text: str) -> int:
 def oracle(m: Message) -> int:
     if m.tokens is not None:
         return m.tokens
+    results = len(m.tool_result_ids())
+    wire = 1 if not results else results + (len(m.blocks) > results)  # OpenAI's split
     return (
         _sensitive(m.countable_text())
-        + PER_MESSAGE_TOKENS
+        + PER_MESSAGE_TOKENS * wire
         + IMAGE_TOKENS * m.image_count()
         + FLAT_BLOCK_TOKENS * m.flat_cost_blocks()
     )

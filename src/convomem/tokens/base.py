@@ -21,7 +21,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from .._check import non_negative_int
 from ..errors import TokenizerError
-from ..model import Message
+from ..model import Message, ToolResultBlock
 
 PER_MESSAGE_TOKENS: Final = 4
 """Overhead per message (role and separators), as chat providers bill it."""
@@ -136,10 +136,25 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _wire_messages(message: Message) -> int:
+    """How many provider messages ``message`` may become: OpenAI sends each tool result
+    as a message of its own, and what else the message holds as one more. Each pays the
+    per-message overhead, so a count never falls short of the request (an upper bound
+    where a provider packs them into one message)."""
+    content = message.content
+    if type(content) is str:
+        return 1
+    results = sum(1 for b in content if isinstance(b, ToolResultBlock))
+    if not results:
+        return 1
+    return results + (1 if len(content) > results else 0)
+
+
 class BaseTokenizer:
     """A tokenizer that counts each distinct message content at most once.
 
-    A message costs ``count(countable_text)`` plus ``per_message``, plus
+    A message costs ``count(countable_text)`` plus ``per_message`` (once per provider
+    message it may become: each tool result is one for OpenAI), plus
     ``image_tokens`` per image and ``flat_block_tokens`` per block with no text to count.
     Subclasses implement ``count(text)``, and may override ``count_texts`` to count a
     batch faster than one text at a time. ``tokenizations`` counts the distinct message
@@ -181,7 +196,7 @@ class BaseTokenizer:
             text = message.countable_text()
         except RecursionError:
             raise _too_deep(message) from None
-        extra = self.per_message
+        extra = self.per_message * _wire_messages(message)
         images = message.image_count()
         if images:
             extra += self.image_tokens * images
