@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	cd bench && for b in $(BENCHES); do echo "== bench_$$b"; ../$(BIN)/python bench_$$b.py || exit 1; done
+
+# The ConversationMemory state machine of the suite, run for about 10^5 steps (about 15 minutes
+# on 2 idle cores); CONVOMEM_SOAK_TOTAL / _STEPS / _BATCH change it (bench/soak_memory.py).
+soak: $(STAMP)
+	$(BIN)/python bench/soak_memory.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

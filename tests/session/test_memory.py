@@ -23,6 +23,7 @@ from convomem.model import (
     validate_pairs,
 )
 from convomem.session import COMPRESSED_KEY, ConversationMemory
+from convomem.session.view import answers_first
 from convomem.stores import InMemoryStore
 from convomem.summaries import SEGMENT_KEY, RunningSummary, Summary
 from convomem.tokens import get_tokenizer
@@ -154,8 +155,9 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     # Tool pairs are valid; the history is in log order; the summary follows the prompt.
     assert validate_pairs(ctx) == []
     order = log_order(mem)
-    positions = [order[m.id] for m in body(ctx)]
-    assert positions == sorted(positions)
+    in_log_order = sorted(body(ctx), key=lambda m: order[m.id])
+    # log order, but a tool result right after its call (providers need that)
+    assert [m.id for m in body(ctx)] == [m.id for m in answers_first(in_log_order)]
     heads = [i for i, m in enumerate(ctx) if is_summary(m)]
     assert len(heads) <= 1
     if heads:  # right after the leading pinned messages (the system prompt first)

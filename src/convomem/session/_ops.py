@@ -16,7 +16,7 @@ from .. import _check
 from ..errors import ConfigError
 from ..formats.anthropic import to_anthropic
 from ..formats.openai import to_openai
-from ..model import COMPRESSED_KEY, Message, ToolResultBlock, starts_turn
+from ..model import COMPRESSED_KEY, Message, ToolResultBlock
 from ..stores import check_items
 from ..summaries import (
     ExtractiveSummarizer,
@@ -28,7 +28,7 @@ from ..summaries import (
 )
 from ..summaries.facts import render_facts
 from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
-from .view import CompressOp, FoldOp
+from .view import STAND_IN, CompressOp, FoldOp, opens_turn
 
 T = TypeVar("T")
 
@@ -187,12 +187,17 @@ def render_context(
     messages: list[Message],
     format: str,
     cache: dict[int, tuple[Message, list[dict[str, Any]]]],
+    *,
+    stand_in: bool = False,
 ) -> Any:
     """The view in ``format``. OpenAI dicts are converted once per message and cached
     (the view changes by a few messages a turn); each call returns fresh dicts."""
     if format == "messages":
         return list(messages)
     if format == "anthropic":
+        if stand_in:
+            at = next(i for i, m in enumerate(messages) if m.role != "system")
+            messages = [*messages[:at], STAND_IN, *messages[at:]]
         system, out = to_anthropic(_from_first_turn(messages))
         return {"messages": out} if system is None else {"system": system, "messages": out}
     result: list[dict[str, Any]] = []
@@ -208,23 +213,17 @@ def render_context(
     return [_copy(d) for d in result]
 
 
-CONTINUED: Final = "[The earlier turns of this conversation are summarized above.]"
-"""The user turn an Anthropic context starts with when its view holds no user turn."""
-
-
 def _from_first_turn(messages: list[Message]) -> list[Message]:
     """``messages`` arranged to start (after system messages) with a user turn, as an
-    Anthropic request must. A view cut between turns may start with the end of the
-    previous turn: that part is left out of this request (it stays in the log, and its
-    turn in the summary). A view with no user turn at all gets a one-line stand-in."""
-    system = [m for m in messages if m.role == "system"]
-    rest = [m for m in messages if m.role != "system"]
-    first = next((i for i, m in enumerate(rest) if starts_turn(m)), None)
-    if first == 0 or not rest:
+    Anthropic request must. A view cut between turns may start with the tail of the
+    previous turn: when that tail is plain and unpinned it is left out of this request
+    (it stays in the log, and in the summary once evicted); otherwise the view already
+    gets a stand-in user turn (``view.STAND_IN``, budgeted by the view)."""
+    lead = [m for m in messages if m.role != "system"]
+    first = next((i for i, m in enumerate(lead) if opens_turn(m)), None)
+    if not first:
         return messages
-    if first is None:
-        return [*system, Message("convomem_continued", "user", content=CONTINUED), *rest]
-    skipped = set(map(id, rest[:first]))
+    skipped = set(map(id, lead[:first]))
     return [m for m in messages if id(m) not in skipped]
 
 

@@ -129,9 +129,9 @@ class SessionCore:
     def _add_gen(self, message: object) -> Gen[Message]:
         yield from self._load_gen()
         m, t = self._prepare(message)
+        yield StoreOp("add_items", ([m],))
         if m.id != getattr(message, "id", None):
             self._reids += 1
-        yield StoreOp("add_items", ([m],))
         self._apply(m, t)
         if self._view_engine.over(self._summary_reserve()):
             yield from self._compact_gen()
@@ -172,7 +172,16 @@ class SessionCore:
             if not kept:
                 self._prefix_breaks += 1
         self._prev = v.messages
-        return render_context(v.messages, format, self._rendered)
+        return render_context(v.messages, format, self._rendered, stand_in=v.stand_in)
+
+    def _pop_gen(self) -> Gen[Message | None]:
+        """Remove the newest message from the log; the view is rebuilt from the log on
+        next use (the summary keeps what it covers: nothing is summarized twice)."""
+        yield from self._load_gen()
+        popped: Message | None = yield StoreOp("pop_item")
+        if popped is not None:
+            self._reset()
+        return popped
 
     def _messages_gen(self, limit: int | None) -> Gen[list[Message]]:
         items: list[Message] = yield StoreOp("get_items", (check_limit(limit),))
@@ -208,6 +217,7 @@ class SessionCore:
                 raise
         self._rs.clear()
         self._reset()
+        self._view_engine.compressions.clear()
         self._loaded = True
         for m in keep:
             self._apply(m, self._view_engine.log.count(m))

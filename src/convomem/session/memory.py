@@ -298,6 +298,15 @@ class ConversationMemory(SessionCore):
         """The log from the store, oldest first (with ``limit``, the newest ``limit``)."""
         return self._run(self._messages_gen(limit))
 
+    def pop(self) -> Message | None:
+        """Remove and return the newest message of the log (None when it is empty).
+
+        The Agents SDK session's ``pop_item``: change a store shared with a live memory
+        through the memory, so its view follows. The view is rebuilt from the log on
+        next use; a failed pop changes nothing.
+        """
+        return self._run(self._pop_gen())
+
     def clear(self, keep_system: bool = True) -> None:
         """Empty the log, the view and the summary; keep the leading system messages.
 
@@ -333,6 +342,10 @@ class ConversationMemory(SessionCore):
     async def amessages(self, limit: int | None = None) -> list[Message]:
         """Async twin of ``messages``."""
         return await self._arun(self._messages_gen(limit))
+
+    async def apop(self) -> Message | None:
+        """Async twin of ``pop``."""
+        return await self._arun(self._pop_gen())
 
     async def aclear(self, keep_system: bool = True) -> None:
         """Async twin of ``clear``."""

@@ -14,11 +14,11 @@ exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
-from ..model import COMPRESSED_KEY, Chunk, Message, PinPolicy, starts_turn
+from ..model import Chunk, Message, PinPolicy, starts_turn
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
@@ -56,10 +56,76 @@ class View:
     omitted: int
     waiting: int
     fits: bool
+    stand_in: bool = False
+    """Whether a request that must start with a user turn needs ``STAND_IN`` first (not
+    counted in ``tokens``: a known gap of about 20 tokens in that rare case)."""
 
 
 Step: TypeAlias = FoldOp | CompressOp
 PlanGen: TypeAlias = Generator[Step, Any, Plan]
+
+
+STAND_IN: Final = Message(
+    "convomem_continued",
+    "user",
+    content="[The earlier turns of this conversation are summarized above.]",
+)
+"""The user turn a context starts with when its first turn cannot lead (a provider such
+as Anthropic needs a user turn first)."""
+
+
+def opens_turn(m: Message) -> bool:
+    """A message a request may start with: a turn start with content."""
+    return starts_turn(m) and bool(m.content)
+
+
+def skippable(m: Message) -> bool:
+    """Whether a request may leave ``m`` out when it comes before the first turn: plain
+    (no tool blocks, which would orphan their partners) and not pinned by priority."""
+    return m.priority < 2 and (
+        type(m.content) is str or not (m.has_tool_use() or m.has_tool_result())
+    )
+
+
+def needs_stand_in(messages: list[Message]) -> bool:
+    """Whether ``messages`` (system messages aside) do not start with a turn and cannot
+    simply leave out what comes before the first one."""
+    lead = [m for m in messages if m.role != "system"]
+    first = next((i for i, m in enumerate(lead) if opens_turn(m)), None)
+    if first == 0 or not lead:
+        return False
+    return first is None or not all(skippable(m) for m in lead[:first])
+
+
+def answers_first(messages: list[Message]) -> list[Message]:
+    """``messages`` with every tool result right after the call it answers.
+
+    A message that arrived while calls were open (the user typing while a tool ran, a
+    second call) waits until they are answered: providers reject anything between a
+    call and its results. Order is kept otherwise; the log keeps the real order.
+    """
+    out: list[Message] = []
+    waiting: list[Message] = []
+    open_: set[str] = set()
+    for m in messages:
+        answers = open_.intersection(m.tool_result_ids())
+        if open_ and not answers:
+            waiting.append(m)
+            continue
+        out.append(m)
+        open_ -= answers
+        open_.update(m.tool_use_ids())
+        while not open_ and waiting:
+            held, waiting = waiting, []
+            for w in held:
+                if open_ and not open_.intersection(w.tool_result_ids()):
+                    waiting.append(w)
+                    continue
+                out.append(w)
+                open_ -= set(w.tool_result_ids())
+                open_.update(w.tool_use_ids())
+    out.extend(waiting)
+    return out
 
 
 def _tokens(unit: Unit) -> int:
@@ -90,6 +156,9 @@ class SessionView:
         self.target = target
         self.max_turns = max_turns
         self.goal_turns = None if max_turns is None else max(1, int(max_turns * target))
+        # Priority-1 messages compressed, by id: a message is compressed once, even when a
+        # plan fails or the view is rebuilt from the log; only ``clear`` forgets them.
+        self.compressions: dict[str, Message] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -176,7 +245,10 @@ class SessionView:
                 out = []
                 for m in msgs:
                     if m.priority == 1:
-                        m = yield CompressOp(m)
+                        cm = self.compressions.get(m.id)
+                        if cm is None:  # kept across a failed compaction: done once
+                            cm = self.compressions[m.id] = yield CompressOp(m)
+                        m = cm
                     out.append(m)
                 tokens = self.tokenizer.count_messages(out)
                 plan.rewrites.append((u, out, tokens))
@@ -227,7 +299,7 @@ class SessionView:
         if not isinstance(unit, Chunk):
             return [unit[0]], unit[1], 0
         if not unit.pending:
-            return unit.messages, unit.tokens, 0
+            return answers_first(unit.messages), unit.tokens, 0
         log = self.log
         pinned = set(unit.pinned_at)
         out = [
@@ -243,33 +315,46 @@ class SessionView:
 
         Within budget: while a failed compaction waits for a retry, the oldest
         unprotected units are left out of this context (not evicted), then the summary.
+        ``stand_in`` says that an Anthropic request of it must start with ``STAND_IN``
+        (its first turn cannot lead); the stand-in is not budgeted (about 20 tokens).
         """
-        limit = self.limit
         s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
         parts: list[tuple[Unit, list[Message], int]] = []
-        total = s_tok
         waiting = 0
         for u in self.log.units():
             msgs, tokens, wait = self._sendable(u)
             waiting += wait
             if msgs:
                 parts.append((u, msgs, tokens))
-                total += tokens
         omitted = 0
-        if total > limit:
-            log = self.log
-            keep: list[tuple[Unit, list[Message], int]] = []
-            for p in parts:
-                u = p[0]
-                if total > limit and not log.protected(u):
-                    total -= p[2]
-                    omitted += len(p[1])
-                else:
-                    keep.append(p)
-            parts = keep
-            if total > limit and summary is not None:
+        total = s_tok + sum(p[2] for p in parts)
+        if total > self.limit:
+            parts, total, omitted = self._omit(parts, total)
+            if total > self.limit and summary is not None:
                 total -= s_tok
                 summary = None
+        out = self._arrange(parts, summary)
+        fits = total <= self.limit
+        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, fits, needs_stand_in(out))
+
+    def _omit(
+        self, parts: list[tuple[Unit, list[Message], int]], total: int
+    ) -> tuple[list[tuple[Unit, list[Message], int]], int, int]:
+        """Leave out the oldest unprotected parts until ``total`` fits, if it can."""
+        log = self.log
+        keep: list[tuple[Unit, list[Message], int]] = []
+        omitted = 0
+        for p in parts:
+            if total > self.limit and not log.protected(p[0]):
+                total -= p[2]
+                omitted += len(p[1])
+            else:
+                keep.append(p)
+        return keep, total, omitted
+
+    def _arrange(
+        self, parts: list[tuple[Unit, list[Message], int]], summary: Message | None
+    ) -> list[Message]:
         out: list[Message] = []
         head = self.head
         for u, msgs, _ in parts:
@@ -279,18 +364,8 @@ class SessionView:
             out.extend(msgs)
         if summary is not None:
             out.append(summary)
-        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, total <= limit)
+        return out
 
     @staticmethod
     def _in_head(unit: Unit, head: int) -> bool:
         return isinstance(unit, Chunk) and unit.indices[-1] < head
-
-    def compressed(self, message_id: str) -> bool:
-        """Whether the view holds a compressed copy of this message (for tests/stats)."""
-        return any(
-            m.id == message_id and COMPRESSED_KEY in m.metadata for m in self._all_messages()
-        )
-
-    def _all_messages(self) -> Iterator[Message]:
-        for u in self.log.units():
-            yield from unit_messages(u)
