@@ -96,11 +96,13 @@ def in_running_loop() -> bool:
     return True
 
 
-def run_awaitable(result: Awaitable[Any], what: str, instead: str) -> Any:
+def run_awaitable(
+    result: Awaitable[Any], message: str, error: type[AsyncInSyncError] = AsyncInSyncError
+) -> Any:
     """Run a coroutine a sync caller got back, to completion, when no loop is running.
 
-    Inside a running loop that would deadlock: the coroutine is closed and
-    ``AsyncInSyncError`` says to use ``instead`` (the async twin).
+    Inside a running loop that would deadlock: the coroutine is closed and ``error``
+    (an ``AsyncInSyncError``) is raised with ``message``, which names the async twin.
     """
     if not in_running_loop():
 
@@ -111,7 +113,7 @@ def run_awaitable(result: Awaitable[Any], what: str, instead: str) -> Any:
     close = getattr(result, "close", None)
     if callable(close):
         close()  # never awaited: avoid the "coroutine was never awaited" warning
-    raise AsyncInSyncError(f"{what} is async and an event loop is running: use {instead}")
+    raise error(message)
 
 
 class LoopLock:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-from .._io import adrive, drive
+from .._io import adrive, drive, in_running_loop
 from ..errors import AsyncSummarizerError, ConfigError, SummarizerError
 from ..model import Message
 from ..summaries import ExtractiveSummarizer, SummarizerAdapter, Summary, as_summarizer
@@ -65,14 +65,6 @@ def response_text(response: object, who: str) -> str:
     )
 
 
-def _in_running_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 async def _await(aw: Awaitable[T]) -> T:
     return await aw
 
@@ -108,14 +100,14 @@ class ChatModel:
             result = self._invoke(prompt)
         else:
             assert self._ainvoke is not None
-            if _in_running_loop():
+            if in_running_loop():
                 raise AsyncSummarizerError(
                     f"llm {self.name!r} only has ainvoke and an event loop is running: "
                     "use the async method (await ...add_exchange(...))"
                 )
             result = self._ainvoke(prompt)
         if inspect.isawaitable(result):
-            if _in_running_loop():  # an invoke that returned a coroutine, inside a loop
+            if in_running_loop():  # an invoke that returned a coroutine, inside a loop
                 close = getattr(result, "close", None)
                 if callable(close):
                     close()
@@ -189,7 +181,7 @@ def check_sync_use(adapter: SummarizerAdapter, where: str) -> None:
 
     Checked before anything changes, so the refused call leaves the state as it was.
     """
-    if needs_loop(adapter) and _in_running_loop():
+    if needs_loop(adapter) and in_running_loop():
         raise AsyncSummarizerError(
             f"summarizer {adapter.name!r} is async and an event loop is running: use the "
             f"async method ({where}) instead of the sync one"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from .._io import adrive, drive
+from .._io import adrive, drive, run_awaitable
 from ..errors import AsyncSummarizerError
 from ..model import Message, starts_turn
 from ..tokens import Tokenizer
@@ -79,21 +79,12 @@ def run_plan(gen: PlanGen) -> Selection:
 
 
 def _run_awaitable(result: Awaitable[Any], call: Call) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-
-        async def wait() -> Any:
-            return await result
-
-        return asyncio.run(wait())
-    close = getattr(result, "close", None)
-    if callable(close):
-        close()  # never awaited: avoid the "coroutine was never awaited" warning
     what = call.what or getattr(call.fn, "__qualname__", repr(call.fn))
-    raise AsyncSummarizerError(
+    return run_awaitable(
+        result,
         f"{what} is async and an event loop is running: use `await packer.pack_async(...)` "
-        "(or the strategy's pack_async) instead of pack()"
+        "(or the strategy's pack_async) instead of pack()",
+        AsyncSummarizerError,
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, cast
 
 from .. import _check
+from .._io import is_async_callable
 from ..errors import ConfigError, EmbeddingError, InvalidMessage
 from ..model import Message
 from .embedders import EmbedderLike, HashingEmbedder, Vector, _numpy
@@ -28,12 +29,6 @@ def _method(embedder: object, name: str) -> Callable[..., Any] | None:
     return fn if callable(fn) else None
 
 
-def _is_async_callable(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
-    )
-
-
 def _refuse_awaitable(result: Any, where: str) -> Any:
     if inspect.isawaitable(result):
         if inspect.iscoroutine(result):
@@ -49,7 +44,7 @@ def _sync_caller(embedder: object) -> _SyncFn | None:
     if type(embedder) is HashingEmbedder and embedder._np is not None:
         return embedder._embed_matrix  # the same vectors, without a detour through lists
     batch = _method(embedder, "embed_batch")
-    if batch is not None and not _is_async_callable(batch):
+    if batch is not None and not is_async_callable(batch):
         fn_b = batch
         return lambda texts: _refuse_awaitable(fn_b(texts), "embed_batch")
     one = _method(embedder, "embed")
@@ -57,7 +52,7 @@ def _sync_caller(embedder: object) -> _SyncFn | None:
         _method(embedder, n) for n in ("embed_batch", "aembed", "aembed_batch")
     ):
         one = cast(Callable[..., Any], embedder) if callable(embedder) else None
-    if one is not None and not _is_async_callable(one):
+    if one is not None and not is_async_callable(one):
         fn_1 = one
         return lambda texts: [_refuse_awaitable(fn_1(t), "embed") for t in texts]
     return None
@@ -73,10 +68,10 @@ def _async_caller(embedder: object) -> _AsyncFn | None:
     ]
     for name, batched in candidates:
         fn = _method(embedder, name)
-        if fn is None or (name.startswith("embed") and not _is_async_callable(fn)):
+        if fn is None or (name.startswith("embed") and not is_async_callable(fn)):
             continue
         return _make_async(fn, batched)
-    if callable(embedder) and _is_async_callable(cast(Callable[..., Any], embedder)):
+    if callable(embedder) and is_async_callable(cast(Callable[..., Any], embedder)):
         return _make_async(cast(Callable[..., Any], embedder), False)
     return None
 

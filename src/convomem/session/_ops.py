@@ -19,6 +19,7 @@ from ..formats.openai import to_openai
 from ..model import COMPRESSED_KEY, Message, ToolResultBlock
 from ..stores import check_items
 from ..summaries import (
+    SUMMARY_HEADER,
     ExtractiveSummarizer,
     RunningSummary,
     SummarizerLike,
@@ -98,8 +99,6 @@ def running_summary(
             )
         return summarizer
     overhead = int(getattr(tokenizer, "per_message", PER_MESSAGE_TOKENS))
-    from ..summaries import SUMMARY_HEADER
-
     floor = tokenizer.count(SUMMARY_HEADER) + overhead + 32
     if summary_tokens is None:
         reserve = max(floor, limit // 5)

@@ -75,10 +75,7 @@ class _Driven(_Engine):
         return await adrive(gen, self._aperform)
 
     def _lock(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        if self._alock is None or self._alock[0] is not loop:
-            self._alock = (loop, asyncio.Lock())
-        return self._alock[1]
+        return self._alock.get()
 
     @staticmethod
     def _check(messages: Iterable[Message]) -> list[Message]:

@@ -9,7 +9,6 @@ committed meanwhile (``_version``), so a failed or raced fold changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 import time
@@ -17,6 +16,7 @@ from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias, TypeVar
 
+from .._io import LoopLock
 from ..errors import AsyncSummarizerError, SummarizerError
 from ..model import Message
 from ..retry import RetryPolicy
@@ -78,7 +78,7 @@ class _Engine:
     _message: Message | None
     _stats: SummaryStats
     _tlock: threading.RLock
-    _alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None
+    _alock: LoopLock
 
     # -- measuring -------------------------------------------------------------------
 

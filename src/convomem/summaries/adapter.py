@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
+from .._io import in_running_loop
 from ..errors import AsyncSummarizerError, ConfigError, SummarizerError
 from ..model import Message
 from .summary import Summary
@@ -68,14 +69,6 @@ def _name_of(fn: Any) -> str:
     return type(fn).__name__
 
 
-def _in_running_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 def _check_text(result: Any, name: str) -> str:
     if not isinstance(result, str):
         raise SummarizerError(
@@ -128,11 +121,11 @@ class SummarizerAdapter:
 
     def __call__(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
         """Summarize synchronously."""
-        if self.is_async and _in_running_loop():
+        if self.is_async and in_running_loop():
             raise self._misuse()
         result = self._invoke(self.fn, list(messages), previous)
         if inspect.isawaitable(result):
-            if _in_running_loop():
+            if in_running_loop():
                 close = getattr(result, "close", None)
                 if callable(close):
                     close()

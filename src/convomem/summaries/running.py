@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from .. import _check
+from .._io import LoopLock
 from ..errors import ConfigError, InvalidMessage, SummarizerError
 from ..model import Message
 from ..retry import RetryPolicy, retry_always, stop_after_attempt, wait_exponential
@@ -149,7 +150,7 @@ class RunningSummary(_Driven):
         self._message = None
         self._stats = SummaryStats()
         self._tlock = threading.RLock()
-        self._alock = None
+        self._alock = LoopLock()
         self._pending: set[asyncio.Task[None]] = set()
         self.last_error = None
         """The last error of a background summarization (it never raises elsewhere)."""
