@@ -20,3 +20,6 @@ settings.register_profile(
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
 )
 settings.load_profile("convomem")
+
+# The store backends as fixtures for every room (sessions, stores, CLI, integrations).
+from _store_backends import backend, sqlite_file, sqlite_memory  # noqa: E402, F401

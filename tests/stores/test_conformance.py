@@ -24,13 +24,9 @@ import inspect
 import itertools
 import json
 import os
-import shutil
-import sqlite3
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +34,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from _store_backends import BACKENDS, Backend
 from convomem.errors import (
     ConcurrentUpdate,
     ConfigError,
@@ -71,7 +68,6 @@ from convomem.stores import (
     load_history,
     open_store,
 )
-from convomem.stores.sqlite import SQLiteDatabase
 
 EXAMPLES = int(os.environ.get("CONVOMEM_STORE_EXAMPLES", "6"))
 SCALE = float(os.environ.get("CONVOMEM_STORE_SCALE", "1"))
@@ -82,80 +78,7 @@ FAST = settings(
 )
 
 
-# -- backends ---------------------------------------------------------------------------
-
-
-@dataclass
-class Backend:
-    """What the suite needs of a backend beyond its public API."""
-
-    fresh_url: Callable[[], str]
-    """A URL of a fresh, empty database, each call."""
-    corrupt: Callable[[Any, str | None, str, int, bytes], None]
-    """``(db, tenant, session_id, seq, raw)``: store ``raw`` as that message's data."""
-    hold_lock: Callable[[Any], contextlib.AbstractContextManager[Callable[[], None]]]
-    """Make ``db``'s writes fail transiently until the ``release()`` it yields is called."""
-    fast_fail: dict[str, Any] = field(default_factory=dict)
-    """Options under which a held lock surfaces as a failure quickly."""
-
-
-def _sqlite_core(db: Any) -> SQLiteDatabase:
-    return db if isinstance(db, SQLiteDatabase) else db.inner._core
-
-
-def _sqlite_raw(db: Any) -> sqlite3.Connection:
-    conns = _sqlite_core(db)._conns
-    return sqlite3.connect(conns.target, uri=conns.memory, isolation_level=None, timeout=5)
-
-
-def _sqlite_corrupt(db: Any, tenant: str | None, session_id: str, seq: int, raw: bytes) -> None:
-    with contextlib.closing(_sqlite_raw(db)) as conn:
-        done = conn.execute(
-            "UPDATE convomem_messages SET data = CAST(? AS TEXT) WHERE seq = ? AND session_pk = "
-            "(SELECT pk FROM convomem_sessions WHERE tenant = ? AND session_id = ?)",
-            (raw, seq, tenant or "", session_id),
-        ).rowcount
-    assert done == 1
-
-
-@contextlib.contextmanager
-def _sqlite_hold_lock(db: Any) -> Iterator[Callable[[], None]]:
-    raw = _sqlite_raw(db)
-    raw.execute("BEGIN IMMEDIATE")
-
-    def release() -> None:
-        if raw.in_transaction:
-            raw.execute("ROLLBACK")
-
-    try:
-        yield release
-    finally:
-        release()
-        raw.close()
-
-
-def _sqlite(fresh_url: Callable[[], str]) -> Backend:
-    return Backend(fresh_url, _sqlite_corrupt, _sqlite_hold_lock, {"busy_timeout": 0.01})
-
-
-@pytest.fixture
-def sqlite_file(tmp_path: Path) -> Iterator[Backend]:
-    # The suite opens hundreds of fresh files: on tmpfs when there is one, since making a
-    # new file WAL costs an fsync on a disk. test_sqlite.py covers files on a disk.
-    shm = Path("/dev/shm")
-    base = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() else tmp_path
-    n = itertools.count()
-    yield _sqlite(lambda: f"sqlite:///{base}/db{next(n)}.sqlite")
-    if base != tmp_path:
-        shutil.rmtree(base, ignore_errors=True)
-
-
-@pytest.fixture
-def sqlite_memory() -> Backend:
-    return _sqlite(lambda: "sqlite://")
-
-
-BACKENDS = ["sqlite_file", "sqlite_memory"]  # the next backends: "redis", "postgresql"
+# -- backends: tests/_store_backends.py -------------------------------------------------
 
 
 class SyncOverAsync:
@@ -228,12 +151,6 @@ def open_db(request: pytest.FixtureRequest) -> Iterator[Opener]:
 @pytest.fixture
 def db(open_db: Opener) -> Any:
     return open_db()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Backend:
-    b: Backend = request.getfixturevalue(request.param)
-    return b
 
 
 # -- helpers ----------------------------------------------------------------------------
