@@ -199,3 +199,35 @@ def test_the_anthropic_context_starts_with_a_user_turn(pin: tuple[str, ...]) -> 
             ctx = mem.context("anthropic")
             assert ctx["messages"] and ctx["messages"][0]["role"] == "user"
             assert all(m["content"] for m in ctx["messages"])
+
+
+def test_a_user_turn_answering_two_exchanges_is_sent_after_both_calls() -> None:
+    """Soak of issue 8: one Anthropic-style user turn answers c6 (a call made while c3 and
+    c4 were open) and c3, a later result answers c6 again and c4; the OpenAI request
+    sent c6's result before the call c6."""
+    mem = ConversationMemory(300)
+    answered = Message(
+        "r4",
+        "user",
+        content=[ToolResultBlock("c6", "six"), ToolResultBlock("c3", "three")],
+    )
+    for m in [
+        result("r1", "ghost"),
+        call("a2", "c3", "c4"),
+        call("a3", "c6"),
+        answered,
+        Message(
+            "r5",
+            "tool",
+            content=[ToolResultBlock("c6", "six again"), ToolResultBlock("c4", "four")],
+            priority=2,
+        ),
+    ]:
+        mem.add_message(m)
+    ctx = mem.context("messages")
+    assert validate_pairs(ctx) == []
+    made: set[str] = set()
+    for d in mem.context():
+        if d["role"] == "tool":
+            assert d["tool_call_id"] in made, d
+        made.update(c["id"] for c in d.get("tool_calls") or ())

@@ -103,27 +103,36 @@ def answers_first(messages: list[Message]) -> list[Message]:
     A message that arrived while calls were open (the user typing while a tool ran, a
     second call) waits until they are answered: providers reject anything between a
     call and its results. Order is kept otherwise; the log keeps the real order.
+
+    A message answering a call made by a waiting message waits too (after it), so a
+    result never comes before its call, even when one message answers calls of two
+    exchanges (an Anthropic-style user turn): such a request has no order without a
+    message between a call and a result, and keeping every call before its results is
+    what matters.
     """
     out: list[Message] = []
     waiting: list[Message] = []
     open_: set[str] = set()
-    for m in messages:
-        answers = open_.intersection(m.tool_result_ids())
-        if open_ and not answers:
+    held: set[str] = set()  # calls made by waiting messages
+
+    def place(m: Message) -> None:
+        results = m.tool_result_ids()
+        answers = open_.intersection(results)
+        if (open_ and not answers) or (held and not held.isdisjoint(results)):
             waiting.append(m)
-            continue
+            held.update(m.tool_use_ids())
+            return
         out.append(m)
-        open_ -= answers
+        open_.difference_update(answers)
         open_.update(m.tool_use_ids())
+
+    for m in messages:
+        place(m)
         while not open_ and waiting:
-            held, waiting = waiting, []
-            for w in held:
-                if open_ and not open_.intersection(w.tool_result_ids()):
-                    waiting.append(w)
-                    continue
-                out.append(w)
-                open_ -= set(w.tool_result_ids())
-                open_.update(w.tool_use_ids())
+            again, waiting[:] = list(waiting), []
+            held.clear()
+            for w in again:
+                place(w)
     out.extend(waiting)
     return out
 
