@@ -10,7 +10,9 @@ pops through the store, restarts on the same store, sync and async calls interle
 fail on demand. A model holds every accepted message in order; after every step:
 
 - the log (``messages()`` and the store) is exactly the model; a failed operation
-  changed nothing (log, ``context()``, summary and stats as before);
+  changed nothing (log, ``context()``, summary and stats as before), but for the one
+  documented exception: a ``clear`` on a store without ``truncate`` whose put-back
+  failed raises ``ClearIncomplete``, which tells exactly what the store still holds;
 - ``context()`` holds logged messages (or their compressed copies) in log order, and is
   valid for OpenAI (the dicts are ``to_openai`` of the messages: no result without an
   open call before it, no call without its results, no call id twice) and for
@@ -50,7 +52,13 @@ from hypothesis.stateful import (
     rule,
 )
 
-from convomem.errors import ConfigError, ConvomemError, InvalidMessage, TransientError
+from convomem.errors import (
+    ClearIncomplete,
+    ConfigError,
+    ConvomemError,
+    InvalidMessage,
+    TransientError,
+)
 from convomem.formats.anthropic import from_anthropic
 from convomem.formats.openai import from_openai, to_openai
 from convomem.model import (
@@ -353,6 +361,16 @@ class MemoryMachine(RuleBasedStateMachine):
         fired = self.faults.fired
         try:
             result = self._call(via, name, *args)
+        except ClearIncomplete as exc:
+            # Documented: a store without truncate lost its newest messages (pops done,
+            # put-back failed); the error says what it holds, the memory follows it.
+            assert name == "clear" and not hasattr(self.store, "truncate"), repr(exc)
+            log = before[0]
+            assert self.store.items() == log[: exc.remaining], "the store is not as told"
+            assert exc.removed == log[exc.remaining :], "removed is not what the store lost"
+            assert self._read("messages") == log[: exc.remaining]
+            self.fired[f"failed {name}: {type(exc).__name__}"] += 1
+            raise Failed from exc
         except ConvomemError as exc:
             if isinstance(exc, TransientError):
                 assert self.faults.fired > fired, f"{exc!r} without a store fault"
@@ -548,7 +566,9 @@ class MemoryMachine(RuleBasedStateMachine):
         self.fired[f"rule clear keep_system={keep_system}"] += 1
         try:
             self._attempt(via, "clear", keep_system)
-        except Failed:
+        except Failed as failed:
+            if isinstance(failed.__cause__, ClearIncomplete):
+                self.model = self.model[: failed.__cause__.remaining]
             return
         keep: list[Message] = []
         for m in self.model if keep_system else ():

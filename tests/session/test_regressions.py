@@ -3,11 +3,12 @@ reported, now with the behaviour the guarantees promise."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
 
-from convomem.errors import TransientError
+from convomem.errors import ClearIncomplete, TransientError
 from convomem.formats.openai import from_openai, to_openai
 from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
 from convomem.session import COMPRESSED_KEY, ConversationMemory
@@ -231,3 +232,33 @@ def test_a_user_turn_answering_two_exchanges_is_sent_after_both_calls() -> None:
         if d["role"] == "tool":
             assert d["tool_call_id"] in made, d
         made.update(c["id"] for c in d.get("tool_calls") or ())
+
+
+@pytest.mark.parametrize("via", ["sync", "async"])
+def test_a_clear_the_store_can_neither_finish_nor_undo_says_what_it_holds(via: str) -> None:
+    """Soak of issue 8: clear(keep_system=True) on a store without truncate; the third
+    pop fails and putting the two popped messages back fails too. The error says what
+    the store holds; the memory follows the store; a retry finishes the clear."""
+    store = FlakyStore(truncate=False)
+    mem = ConversationMemory(400, store=store)
+    mem.add("system", "You are the support agent of Acme.")
+    for i in range(4):
+        mem.add("user", f"Question {i}")
+    log = mem.messages()
+    store.pops_left = 2
+    store.fail = {"add_items"}
+    with pytest.raises(ClearIncomplete) as info:
+        if via == "sync":
+            mem.clear()
+        else:
+            asyncio.run(mem.aclear())
+    exc = info.value
+    assert isinstance(exc, TransientError)  # a retry policy retries it
+    assert exc.remaining == 3 and exc.removed == log[3:]
+    assert store.get_items() == log[:3]
+    assert mem.messages() == log[:3]
+    assert [m["content"] for m in mem.context()] == [m.text() for m in log[:3]]
+    assert "first 3 messages" in str(exc)
+    store.pops_left, store.fail = None, set()
+    mem.clear()
+    assert mem.messages() == log[:1]
