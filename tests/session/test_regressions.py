@@ -9,10 +9,14 @@ from collections.abc import Sequence
 import pytest
 
 from convomem.errors import ClearIncomplete, TransientError
+from convomem.formats.anthropic import from_anthropic
 from convomem.formats.openai import from_openai, to_openai
 from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
 from convomem.session import COMPRESSED_KEY, ConversationMemory
+from convomem.session.view import STAND_IN
 from convomem.stores import InMemoryStore
+from convomem.tokens import get_tokenizer
+from convomem.views.budget import REPLY_PRIMING_TOKENS
 from convomem.views.window import History
 
 
@@ -262,3 +266,24 @@ def test_a_clear_the_store_can_neither_finish_nor_undo_says_what_it_holds(via: s
     store.pops_left, store.fail = None, set()
     mem.clear()
     assert mem.messages() == log[:1]
+
+
+@pytest.mark.parametrize(("budget", "updates"), [(120, 11), (141, 6), (141, 10)])
+def test_the_anthropic_stand_in_turn_is_within_the_budget(budget: int, updates: int) -> None:
+    """Issue 8 known gap: when the view starts with a pinned assistant message, an
+    Anthropic request starts with a stand-in user turn, which was not budgeted: the
+    request was over budget (143 tokens for 141) while `fits` was True."""
+    mem = ConversationMemory(budget)
+    mem.add("system", "You track parcels.")
+    mem.add("user", "Where is my parcel to Larimer St?")
+    mem.add("assistant", "Remember: the customer prefers email, never phone.", priority=2)
+    for j in range(updates):
+        mem.add("assistant", f"Update {j}: it left depot {j} and is on its way to you.")
+    request = mem.context("anthropic")
+    assert request["messages"][0]["content"] == STAND_IN.content
+    system = [m for m in mem.context("messages") if m.role == "system"]
+    sent = [*system, *from_anthropic(request["messages"])]
+    cost = get_tokenizer("approx").count_messages(sent) + REPLY_PRIMING_TOKENS
+    stats = mem.stats()
+    assert cost <= stats.context_tokens
+    assert stats.fits and cost <= budget

@@ -57,8 +57,9 @@ class View:
     waiting: int
     fits: bool
     stand_in: bool = False
-    """Whether a request that must start with a user turn needs ``STAND_IN`` first (not
-    counted in ``tokens``: a known gap of about 20 tokens in that rare case)."""
+    """Whether a request that must start with a user turn needs ``STAND_IN`` first. It is
+    counted in ``tokens`` (every request fits when ``fits``; an OpenAI request, which
+    does not send it, costs that much less)."""
 
 
 Step: TypeAlias = FoldOp | CompressOp
@@ -325,7 +326,7 @@ class SessionView:
         Within budget: while a failed compaction waits for a retry, the oldest
         unprotected units are left out of this context (not evicted), then the summary.
         ``stand_in`` says that an Anthropic request of it must start with ``STAND_IN``
-        (its first turn cannot lead); the stand-in is not budgeted (about 20 tokens).
+        (its first turn cannot lead); the stand-in is budgeted like any message.
         """
         s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
         parts: list[tuple[Unit, list[Message], int]] = []
@@ -335,26 +336,34 @@ class SessionView:
             waiting += wait
             if msgs:
                 parts.append((u, msgs, tokens))
-        omitted = 0
-        total = s_tok + sum(p[2] for p in parts)
-        if total > self.limit:
-            parts, total, omitted = self._omit(parts, total)
-            if total > self.limit and summary is not None:
-                total -= s_tok
-                summary = None
-        out = self._arrange(parts, summary)
+        full = s_tok + sum(p[2] for p in parts)
+        reserve = 0  # room for the stand-in, once it is known to be needed
+        while True:
+            kept, total, omitted, with_summary = parts, full, 0, summary
+            if total + reserve > self.limit:
+                kept, total, omitted = self._omit(parts, total, self.limit - reserve)
+                if total + reserve > self.limit and summary is not None:
+                    total -= s_tok
+                    with_summary = None
+            out = self._arrange(kept, with_summary)
+            stand_in = needs_stand_in(out)
+            if not stand_in or reserve:
+                break
+            reserve = self.tokenizer.count_message(STAND_IN)
+        if stand_in:
+            total += reserve
         fits = total <= self.limit
-        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, fits, needs_stand_in(out))
+        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, fits, stand_in)
 
     def _omit(
-        self, parts: list[tuple[Unit, list[Message], int]], total: int
+        self, parts: list[tuple[Unit, list[Message], int]], total: int, limit: int
     ) -> tuple[list[tuple[Unit, list[Message], int]], int, int]:
-        """Leave out the oldest unprotected parts until ``total`` fits, if it can."""
+        """Leave out the oldest unprotected parts until ``total`` fits ``limit``, if it can."""
         log = self.log
         keep: list[tuple[Unit, list[Message], int]] = []
         omitted = 0
         for p in parts:
-            if total > self.limit and not log.protected(p[0]):
+            if total > limit and not log.protected(p[0]):
                 total -= p[2]
                 omitted += len(p[1])
             else:
