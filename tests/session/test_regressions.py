@@ -287,3 +287,14 @@ def test_the_anthropic_stand_in_turn_is_within_the_budget(budget: int, updates: 
     stats = mem.stats()
     assert cost <= stats.context_tokens
     assert stats.fits and cost <= budget
+
+
+def test_an_empty_system_message_is_not_sent_as_an_empty_anthropic_system() -> None:
+    """Soak of issue 8: a system message with empty content made `system: ""`, which the
+    Messages API rejects."""
+    mem = ConversationMemory(400)
+    mem.add("system", "")
+    mem.add("user", "Hello!")
+    assert mem.context("anthropic") == {"messages": [{"role": "user", "content": "Hello!"}]}
+    mem.add("system", "Be brief.")
+    assert mem.context("anthropic")["system"] == "Be brief."
