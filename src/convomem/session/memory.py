@@ -185,6 +185,25 @@ class ConversationMemory(SessionCore):
         self._reids = 0
         self.last_error: BaseException | None = None
         """The last error of a compaction (the summarizer's), kept for inspection."""
+        self._durable_init(
+            {
+                "budget": budget,
+                "response_reserve": response_reserve,
+                "trigger": trigger,
+                "target": target,
+                "max_turns": max_turns,
+                "summary": summary,
+                "pin": [
+                    pins.system,
+                    pins.first_user,
+                    pins.last_user,
+                    pins.tool_results,
+                    sorted(pins.indices),
+                    list(pins.negative),
+                ],
+                "tokenizer": getattr(tok, "name", None),
+            }
+        )
         self._reset()
 
     # -- read side -------------------------------------------------------------------
@@ -218,7 +237,7 @@ class ConversationMemory(SessionCore):
             return MemoryStats(
                 context_tokens=v.tokens,
                 context_messages=len(v.messages),
-                log_messages=len(self._ids),
+                log_messages=self._count if self._durable else len(self._ids),
                 view_messages=len(self._view_engine.log),
                 summarized_messages=len(rs.covered_ids),
                 compactions=self._compactions,
