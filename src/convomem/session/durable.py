@@ -239,6 +239,7 @@ class Durable:
 
     def _dload_gen(self) -> Gen[None]:
         """Rebuild the view from the stored state and the log's tail, once."""
+        lost: ConcurrentUpdate | None = None
         for _ in range(MAX_RACES):
             raw, version = yield StoreOp("load_state")
             last: int = yield StoreOp("last_seq")
@@ -281,9 +282,11 @@ class Durable:
                 self._sversion = yield StoreOp("save_state", (new,), {"expected_version": version})
                 self._saved = new
                 return
-            except ConcurrentUpdate:
+            except ConcurrentUpdate as exc:
+                lost = exc
                 continue  # another writer saved first: adopt its state
-        raise ConcurrentUpdate(self._session_id(), "state_version", self._sversion, -1)
+        assert lost is not None
+        raise lost  # lost every race: give up
 
     def _session_id(self) -> str:
         return str(getattr(self._store, "session_id", "?"))
@@ -294,6 +297,7 @@ class Durable:
                 "message", message, f"must be a Message, not {type(message).__name__}"
             )
         skip = 0  # fresh ids tried for a derived id the log already holds
+        lost: ConcurrentUpdate | None = None
         for _ in range(MAX_RACES):
             yield from self._dload_gen_if_needed()
             given = message
@@ -327,8 +331,9 @@ class Durable:
                 kwargs["expected_version"] = self._sversion
             try:
                 got: int = yield StoreOp("append", ([m],), kwargs)
-            except ConcurrentUpdate:
+            except ConcurrentUpdate as exc:
                 self._loaded = False
+                lost = exc
                 continue
             except BaseException:
                 self._loaded = False
@@ -348,7 +353,8 @@ class Durable:
             if not is_derived_id(message.id):
                 return m
             skip = max(skip, self._last) + 1
-        raise ConcurrentUpdate(self._session_id(), "seq", self._last, -1)
+        assert lost is not None
+        raise lost  # lost every race: give up
 
     def _fresh_id(self, m: Message, skip: int) -> Message:
         n = max(skip, self._last)

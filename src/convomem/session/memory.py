@@ -256,6 +256,27 @@ class ConversationMemory(SessionCore):
                 reids=self._reids,
             )
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling a memory over an in-memory store carries its log, view and summary
+        (the summarizer and tokenizer must pickle too). A memory over a durable session
+        store is not pickled: the store is its persistence (``ConfigError``)."""
+        if self._durable:
+            raise ConfigError(
+                f"store={self._store!r}: a ConversationMemory over a durable session is "
+                "not pickled; the store keeps it: open ConversationMemory(store="
+                "db.session(session_id, ...)) where it is needed and it resumes exactly"
+            )
+        with self._tlock:
+            state = self.__dict__.copy()
+        del state["_tlock"], state["_alock"]
+        state["_cache"], state["_rendered"], state["_prev"] = None, {}, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tlock = threading.RLock()
+        self._alock = LoopLock()
+
     def __repr__(self) -> str:
         return (
             f"<ConversationMemory budget={self.budget} log={len(self._ids)} "
