@@ -8,8 +8,8 @@ rendering of a view as provider dicts, cached per message between turns.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from .. import _check
@@ -42,10 +42,11 @@ _FORMAT_META: Final = ("openai", "anthropic", "langchain")
 
 @dataclass(frozen=True, slots=True)
 class StoreOp:
-    """A call of one of the four ``Store`` methods."""
+    """A call of a store method (the four ``Store`` ones, or a ``SessionStore``'s)."""
 
     method: str
     args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def checked(self, result: Any) -> Any:
         """What the store returned, validated where it matters (``get_items``)."""

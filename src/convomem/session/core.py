@@ -21,14 +21,16 @@ from ..stores import AsyncStore, Store, check_limit
 from ..summaries import RunningSummary, SummarizerLike
 from ..tokens import Tokenizer
 from ._ops import Gen, StoreOp, compressed_message, render_context
+from .durable import Durable
 from .view import CompressOp, FoldOp, SessionView, View
 
 T = TypeVar("T")
 
 
-class SessionCore:
+class SessionCore(Durable):
     """State and logic of a session (see the module docstring); ``ConversationMemory``
-    adds its options and public methods."""
+    adds its options and public methods; ``Durable`` the state kept in a
+    ``SessionStore``."""
 
     _store: Store | AsyncStore
     _store_async: bool
@@ -81,7 +83,7 @@ class SessionCore:
         if not isinstance(message, Message):
             raise InvalidMessage(where, message, f"must be a Message, not {type(message).__name__}")
         m = message
-        if m.id in self._ids:
+        if m.id in self._ids and not self._durable:  # a durable store decides (Durable)
             if not is_derived_id(m.id):
                 raise InvalidMessage(f"{where}.id", m.id, "is already in the log")
             n = len(self._ids)
@@ -108,6 +110,9 @@ class SessionCore:
         """Replay the store's messages into the view, once."""
         if self._loaded:
             return
+        if self._durable:
+            yield from self._dload_gen()
+            return
         items = yield StoreOp("get_items")
         seen: set[str] = set()
         counted: list[tuple[Message, int]] = []
@@ -127,6 +132,8 @@ class SessionCore:
                 yield from self._compact_gen()
 
     def _add_gen(self, message: object) -> Gen[Message]:
+        if self._durable:
+            return (yield from self._dadd_gen(message))
         yield from self._load_gen()
         m, t = self._prepare(message)
         yield StoreOp("add_items", ([m],))
@@ -155,6 +162,7 @@ class SessionCore:
         )
         engine.commit(plan)
         self._compactions += 1
+        self._after_compaction()
 
     def _context_gen(self, format: str) -> Gen[Any]:
         if format not in ("openai", "anthropic", "messages"):
@@ -180,7 +188,7 @@ class SessionCore:
         yield from self._load_gen()
         popped: Message | None = yield StoreOp("pop_item")
         if popped is not None:
-            self._reset()
+            self._reset()  # a durable memory reloads: a state that holds it is stale
         return popped
 
     def _messages_gen(self, limit: int | None) -> Gen[list[Message]]:
@@ -225,6 +233,9 @@ class SessionCore:
         self._rs.clear()
         self._reset()
         self._view_engine.compressions.clear()
+        if self._durable:  # the stored state described the cleared log
+            yield from self._dclear_state_gen()
+            return
         self._loaded = True
         for m in keep:
             self._apply(m, self._view_engine.log.count(m))
@@ -238,7 +249,7 @@ class SessionCore:
                     f"store={self._store!r}: is an AsyncStore; use the async "
                     "methods (aadd, aadd_message, acontext, amessages, aclear)"
                 )
-            return step.checked(getattr(self._store, step.method)(*step.args))
+            return step.checked(getattr(self._store, step.method)(*step.args, **step.kwargs))
         if isinstance(step, FoldOp):
             return self._rs.fold(step.messages)
         s = self._rs.compress([step.message], summarizer=self._compressor)
@@ -246,7 +257,7 @@ class SessionCore:
 
     async def _aperform(self, step: StoreOp | FoldOp | CompressOp) -> Any:
         if isinstance(step, StoreOp):
-            r = await maybe_await(getattr(self._store, step.method)(*step.args))
+            r = await maybe_await(getattr(self._store, step.method)(*step.args, **step.kwargs))
             return step.checked(r)
         if isinstance(step, FoldOp):
             return await self._rs.afold(step.messages, background=self._background)

@@ -185,6 +185,25 @@ class ConversationMemory(SessionCore):
         self._reids = 0
         self.last_error: BaseException | None = None
         """The last error of a compaction (the summarizer's), kept for inspection."""
+        self._durable_init(
+            {
+                "budget": budget,
+                "response_reserve": response_reserve,
+                "trigger": trigger,
+                "target": target,
+                "max_turns": max_turns,
+                "summary": summary,
+                "pin": [
+                    pins.system,
+                    pins.first_user,
+                    pins.last_user,
+                    pins.tool_results,
+                    sorted(pins.indices),
+                    list(pins.negative),
+                ],
+                "tokenizer": getattr(tok, "name", None),
+            }
+        )
         self._reset()
 
     # -- read side -------------------------------------------------------------------
@@ -218,7 +237,7 @@ class ConversationMemory(SessionCore):
             return MemoryStats(
                 context_tokens=v.tokens,
                 context_messages=len(v.messages),
-                log_messages=len(self._ids),
+                log_messages=self._count if self._durable else len(self._ids),
                 view_messages=len(self._view_engine.log),
                 summarized_messages=len(rs.covered_ids),
                 compactions=self._compactions,
@@ -236,6 +255,27 @@ class ConversationMemory(SessionCore):
                 waiting=v.waiting,
                 reids=self._reids,
             )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling a memory over an in-memory store carries its log, view and summary
+        (the summarizer and tokenizer must pickle too). A memory over a durable session
+        store is not pickled: the store is its persistence (``ConfigError``)."""
+        if self._durable:
+            raise ConfigError(
+                f"store={self._store!r}: a ConversationMemory over a durable session is "
+                "not pickled; the store keeps it: open ConversationMemory(store="
+                "db.session(session_id, ...)) where it is needed and it resumes exactly"
+            )
+        with self._tlock:
+            state = self.__dict__.copy()
+        del state["_tlock"], state["_alock"]
+        state["_cache"], state["_rendered"], state["_prev"] = None, {}, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tlock = threading.RLock()
+        self._alock = LoopLock()
 
     def __repr__(self) -> str:
         return (

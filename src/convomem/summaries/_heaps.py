@@ -110,6 +110,27 @@ class Selection:
             self.all_kind_cost += self.kind_cost[kind]
         self._push(e)
 
+    def insert_many(self, entries: list[Entry]) -> None:
+        """``insert`` each of ``entries`` (new, unselected), with one heapify per heap
+        instead of a push each (a restore of a full ledger)."""
+        high, every, tokens = self.high, self.every, self._tokens
+        for e in entries:
+            self.entries[e.key] = e
+            e.alive, e.selected = True, False
+            self.stored += e.cost
+            kind = e.fact.kind
+            self.all_kinds[kind] += 1
+            if self.all_kinds[kind] == 1:
+                self.all_kind_cost += self.kind_cost[kind]
+            r = rank(e)
+            e.token = next(tokens)
+            if self.budget is not None:
+                high.append((_neg(r), e.token, e))
+            e.all_token = next(tokens)
+            every.append((r, e.all_token, e))
+        heapq.heapify(high)
+        heapq.heapify(every)
+
     def remove(self, e: Entry) -> None:
         del self.entries[e.key]
         e.alive = False

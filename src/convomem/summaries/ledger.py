@@ -196,14 +196,19 @@ class FactLedger:
         if self._sel.entries:
             raise ConfigError("restore: the ledger must be empty")
         seqs: set[int] = set()
+        keys: set[tuple[str, str]] = set()
+        rows: list[Entry] = []
+        by_value = self._by_value
         try:
             for fact, seq, mentions, tier in entries:
-                if fact.key in self._sel.entries or seq in seqs:
+                key = fact.key
+                if key in keys or seq in seqs:
                     raise ConfigError(f"fact={fact!r}: appears twice (seq={seq})")
                 seqs.add(seq)
-                cost = self._sel.cost_of(fact)
-                self._sel.insert(Entry(fact, fact.key, seq, mentions, tier, cost))
-                self._by_value[fact.key[1]] = self._by_value.get(fact.key[1], 0) + 1
+                keys.add(key)
+                rows.append(Entry(fact, key, seq, mentions, tier, self._sel.cost_of(fact)))
+                by_value[key[1]] = by_value.get(key[1], 0) + 1
+            self._sel.insert_many(rows)
             self._sel.rebalance()
         except ConfigError:
             self.clear()

@@ -350,6 +350,26 @@ class RunningSummary(_Driven):
 
     # -- persistence -------------------------------------------------------------------
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling: everything but the locks (made anew); background summaries must
+        have finished (``await wait()``), since a task cannot travel."""
+        if self._pending:
+            raise ConfigError(
+                f"{self!r}: {len(self._pending)} background summaries are running; "
+                "await wait() before pickling"
+            )
+        with self._tlock:
+            state = self.__dict__.copy()
+        for key in ("_tlock", "_alock", "_pending"):
+            del state[key]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tlock = threading.RLock()
+        self._alock = LoopLock()
+        self._pending = set()
+
     def state(self) -> dict[str, Any]:
         """The summary as plain JSON data: segments (coverage, summarizer, degraded),
         the facts ledger and the covered ids (run-length encoded). ``load_state`` or
