@@ -135,10 +135,13 @@ APPEND: Final = _script(
     "append",
     _HEAD
     + r"""
--- ARGV[7..11]: expected_seq, expected_version, has_state, state, count; then per message
--- id, data, counts, alt (stored bytes the caller found equal to data, or '').
+-- ARGV[7..12]: expected_seq, expected_version, has_state, state, count, extras; then
+-- each message framed as '<byte length of id>:<id><data>'; then per extra: its message's
+-- index (from 0), its counts ('' for none) and alt ('' or stored bytes the caller found
+-- equal to the data). Replies the seq of the batch's last message (a number: the common
+-- reply, the cheapest).
 local eseq, ever, has_state, state = ARGV[7], ARGV[8], ARGV[9] == '1', ARGV[10]
-local count = tonumber(ARGV[11])
+local count, extras = tonumber(ARGV[11]), tonumber(ARGV[12])
 local r, err = for_write(false)
 if err then return err end
 local last = r and r.ls or 0
@@ -148,25 +151,43 @@ local ver_ok = ever == '' or tonumber(ever) == version
 if not r or (count == 0 and not has_state) then
   if not seq_ok then return {'cas', 'seq', eseq, last} end
   if not ver_ok then return {'cas', 'state_version', ever, version} end
-  if r or (count == 0 and not has_state) then return {'ok', last} end
+  if r or (count == 0 and not has_state) then return last end
   r, err = for_write(true)
   if err then return err end
 end
+local ids, datas, counts, alts = {}, {}, {}, {}
+for i = 1, count do
+  local a = ARGV[12 + i]
+  local c = string.find(a, ':', 1, true)
+  local n = tonumber(string.sub(a, 1, c - 1))
+  ids[i] = string.sub(a, c + 1, c + n)
+  datas[i] = string.sub(a, c + n + 1)
+end
+for j = 0, extras - 1 do
+  local b = 13 + count + j * 3
+  local i = tonumber(ARGV[b]) + 1
+  counts[i] = ARGV[b + 1]
+  alts[i] = ARGV[b + 2]
+end
+local scores = {}
+for i = 1, count, 4000 do
+  local part = redis.call('ZMSCORE', Z, unpack(ids, i, math.min(i + 3999, count)))
+  for j = 1, #part do scores[i + j - 1] = part[j] end
+end
 local new, check = {}, {}
 local replay = last
-for i = 0, count - 1 do
-  local b = 12 + i * 4
-  local id, data, alt = ARGV[b], ARGV[b + 1], ARGV[b + 3]
-  local s = redis.call('ZSCORE', Z, id)
+for i = 1, count do
+  local s = scores[i]
   if not s then
-    new[#new + 1] = b
+    new[#new + 1] = i
   else
-    local have = redis.call('HGET', D, id)
-    if have ~= data and have ~= alt then
-      if alt ~= '' then return {'conflict', id, tonumber(s), 'other', ''} end
-      check[#check + 1] = i; check[#check + 1] = tonumber(s); check[#check + 1] = have or ''
+    local have = redis.call('HGET', D, ids[i])
+    local alt = alts[i] or ''
+    if have ~= datas[i] and have ~= alt then
+      if alt ~= '' then return {'conflict', ids[i], tonumber(s), 'other', ''} end
+      check[#check + 1] = i - 1; check[#check + 1] = tonumber(s); check[#check + 1] = have or ''
     elseif #new > 0 then
-      return {'conflict', id, tonumber(s), 'after', ARGV[new[1]]}
+      return {'conflict', ids[i], tonumber(s), 'after', ids[new[1]]}
     end
     replay = tonumber(s)
   end
@@ -176,16 +197,16 @@ if #check > 0 then
   return check
 end
 local same_state = not has_state or redis.call('HGET', M, 'st') == state
-if #new == 0 and same_state then return {'ok', replay} end
+if #new == 0 and same_state then return replay end
 if not seq_ok then return {'cas', 'seq', eseq, last} end
 if not ver_ok then return {'cas', 'state_version', ever, version} end
 local start = r.ns
 local zs, ds, cs = {}, {}, {}
-for j, b in ipairs(new) do
-  local id = ARGV[b]
+for j, i in ipairs(new) do
+  local id = ids[i]
   zs[#zs + 1] = start + j - 1; zs[#zs + 1] = id
-  ds[#ds + 1] = id; ds[#ds + 1] = ARGV[b + 1]
-  if ARGV[b + 2] ~= '' then cs[#cs + 1] = id; cs[#cs + 1] = ARGV[b + 2] end
+  ds[#ds + 1] = id; ds[#ds + 1] = datas[i]
+  if counts[i] and counts[i] ~= '' then cs[#cs + 1] = id; cs[#cs + 1] = counts[i] end
 end
 if #zs > 0 then bulk('ZADD', Z, zs); bulk('HSET', D, ds) end
 if #cs > 0 then bulk('HSET', C, cs) end
@@ -195,7 +216,7 @@ if nn > 0 then new_last = start + nn - 1 end
 local f = {'ns', start + nn, 'ls', new_last, 'n', r.n + nn}
 if has_state then f[#f + 1] = 'st'; f[#f + 1] = state; f[#f + 1] = 'sv'; f[#f + 1] = r.sv + 1 end
 touch(r, f)
-return {'ok', new_last}
+return new_last
 """,
     writes=True,
 )

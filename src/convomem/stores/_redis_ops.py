@@ -15,6 +15,7 @@ percent-encoded, so braces and colons in a name never break the tag.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Generator, Sequence
@@ -100,6 +101,7 @@ def tenant_of(part: str) -> str:
     return unquote(part[1:]) if part.startswith("=") else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def session_keys(prefix: str, tenant: str, session_id: str) -> tuple[str, ...]:
     """meta, log, data, counts, lock."""
     tag = f"{prefix}:{{{tenant_part(tenant)}:{_q(session_id)}}}"
@@ -128,14 +130,17 @@ def _head(ctx: Ctx, key: Key, order: str) -> tuple[str, ...]:
     )
 
 
-def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) -> Gen[list[Any]]:
+def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) -> Gen[Any]:
     """Run a session script; when it would create the session, register the session in
     its tenant's index first (so a listed entry may lack its session, never the other
     way round) and run it again with the creation order."""
     keys = session_keys(ctx.prefix, key.tenant, key.session_id)
     order = ""
     while True:
-        reply: list[Any] = yield Eval(script, keys, (*_head(ctx, key, order), *args))
+        reply: Any = yield Eval(script, keys, (*_head(ctx, key, order), *args))
+        if isinstance(reply, int):  # an append's seq
+            ctx.work.add(transactions=1)
+            return reply
         status = reply[0]
         if status == b"create":
             n = yield Command(("INCR", f"{ctx.prefix}:serial"))
@@ -214,7 +219,8 @@ def read_meta(ctx: Ctx, key: Key, with_state: bool) -> Gen[list[Any] | None]:
     if reply[0] == b"none":
         return None
     ctx.work.add(rows=1)
-    return reply[1:]
+    fields: list[Any] = reply[1:]
+    return fields
 
 
 def info(ctx: Ctx, key: Key) -> Gen[SessionInfo | None]:
@@ -268,6 +274,12 @@ _AFTER: Final = "is already stored, after {!r} of this batch which is not: " + (
 )
 
 
+def _frame(m: EncodedMessage) -> bytes:
+    """One argument per message, as cheap to send as the data alone."""
+    mid = m.id.encode("utf-8")
+    return b"%d:%s%s" % (len(mid), mid, m.data.encode("utf-8"))
+
+
 def append(
     ctx: Ctx,
     key: Key,
@@ -277,7 +289,8 @@ def append(
     expected_version: int | None,
     counts: dict[str, str],
 ) -> Gen[int]:
-    alts: list[bytes | str] = [""] * len(batch)
+    alts: dict[int, bytes] = {}
+    framed = [_frame(m) for m in batch]
     head = (
         "" if expected_seq is None else str(expected_seq),
         "" if expected_version is None else str(expected_version),
@@ -286,13 +299,16 @@ def append(
         str(len(batch)),
     )
     while True:
-        args: list[Any] = list(head)
-        for m, alt in zip(batch, alts, strict=True):
-            args += (m.id, m.data, counts.get(m.id, ""), alt)
+        extras: list[Any] = []
+        if counts or alts:
+            for i, m in enumerate(batch):
+                if m.id in counts or i in alts:
+                    extras += (i, counts.get(m.id, ""), alts.get(i, ""))
+        args = (*head, len(extras) // 3, *framed, *extras)
         reply = yield from session_eval(ctx, key, lua.APPEND, args)
+        if isinstance(reply, int):
+            return reply
         status = reply[0]
-        if status == b"ok":
-            return int(reply[1])
         if status == b"cas":
             field_name = _text(reply[1])
             raise ConcurrentUpdate(key.session_id, field_name, int(reply[2]), int(reply[3]))
