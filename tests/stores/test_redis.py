@@ -81,6 +81,32 @@ def test_an_unreachable_server_is_transient_and_retried() -> None:
     assert "hunter2" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "error, transient",
+    [
+        ("ConnectionError", True),
+        ("TimeoutError", True),
+        ("BusyLoadingError", True),
+        ("ClusterDownError", True),
+        ("TryAgainError", True),
+        ("MasterDownError", True),
+        ("ReadOnlyError", True),
+        ("ResponseError", False),
+        ("OutOfMemoryError", False),
+    ],
+)
+def test_failures_are_typed(error: str, transient: bool) -> None:
+    """Failovers and lost connections are retryable; anything else is a StoreError."""
+    import redis.exceptions as rx
+
+    from convomem.stores._redis_calls import translate
+
+    typed = translate(getattr(rx, error)("boom"), "redis redis://h:1/0")
+    assert isinstance(typed, TransientError) is transient
+    assert isinstance(typed, StoreError) is not transient
+    assert "redis://h:1/0" in str(typed) and error in str(typed)
+
+
 def test_the_extra_is_named_when_redis_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "redis", None)
     with pytest.raises(MissingDependency, match=r"convomem\[redis\]"):
@@ -218,14 +244,14 @@ def test_acknowledged_appends_survive_kill_9_with_appendonly(tmp_path: Path) -> 
             server.kill()
             with pytest.raises(TransientError):
                 s.append([msg("lost")])
-        server.start()
-        with open_store(url) as db:
-            s = db.session("s", user_id="u")
+            server.start()  # the same database object reconnects
             entries, _ = s.entries(None, 1000)
             assert acknowledged == list(range(2, 121, 2))
             assert [e.seq for e in entries] == list(range(1, 121))
             assert s.load_state() == ({"i": 59}, 60)
             assert s.append([msg("after")], expected_seq=120) == 121
+        with open_store(url) as db:
+            assert db.session("s", user_id="u").last_seq() == 121
     finally:
         server.stop()
 
