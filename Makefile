@@ -25,7 +25,9 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict src
 
 # pytest exits 5 when it collected no test; make treats every non-zero exit as failure.
+# The store tests start real servers: scripts/ensure-*.sh install them when missing.
 test: lint
+	sh scripts/ensure-redis-server.sh
 	$(BIN)/python -m pytest -q
 
 # Every benchmark in turn (about 30 minutes on 2 idle cores); see bench/README.md to run one.

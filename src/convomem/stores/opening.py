@@ -5,8 +5,9 @@ the same option. Options every backend takes: ``ttl`` (seconds; None: sessions n
 expire), ``ttl_refresh`` (``"write"``, ``"read"`` or ``"never"``), ``retry`` (a
 ``RetryPolicy`` for transient failures) and ``clock`` (epoch seconds, for tests). SQLite
 adds ``busy_timeout`` (seconds, default 5) and ``synchronous`` (``"normal"`` or
-``"full"``); the async twin ``workers`` (threads, default 4). A backend is imported only
-when a URL names it.
+``"full"``); the async twin ``workers`` (threads, default 4). Redis adds ``prefix`` (of
+every key, default ``convomem``) and ``socket_timeout`` (seconds, default 5). A backend
+is imported only when a URL names it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ _FROM_TEXT: Final[dict[str, Callable[[str], Any]]] = {
     "busy_timeout": float,
     "synchronous": str,
     "workers": int,
+    "prefix": str,
+    "socket_timeout": float,
 }
 
 
@@ -52,6 +55,8 @@ def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) ->
 
 
 _SQLITE: Final = ("ttl", "ttl_refresh", "busy_timeout", "synchronous", "retry", "clock")
+_REDIS: Final = ("ttl", "ttl_refresh", "prefix", "socket_timeout", "retry", "clock")
+_REDIS_SCHEMES: Final = ("redis", "rediss", "redis+cluster")
 
 
 def open_store(
@@ -63,6 +68,8 @@ def open_store(
     synchronous: str | None = None,
     retry: RetryPolicy | None = None,
     clock: Callable[[], float] | None = None,
+    prefix: str | None = None,
+    socket_timeout: float | None = None,
 ) -> StoreDatabase:
     """Open the store database ``url`` names (see ``convomem.stores.url``), creating and
     migrating it when needed; ``ConfigError`` naming the URL for a scheme this version
@@ -76,6 +83,11 @@ def open_store(
         "retry": retry,
         "clock": clock,
     }
+    if parsed.scheme in _REDIS_SCHEMES:
+        from .redis_store import RedisDatabase
+
+        given |= {"prefix": prefix, "socket_timeout": socket_timeout}
+        return RedisDatabase(parsed.url, **_options(parsed, given, _REDIS))
     from .sqlite import SQLiteDatabase
 
     return SQLiteDatabase(parsed.path, url=str(parsed), **_options(parsed, given, _SQLITE))
@@ -91,6 +103,8 @@ async def aopen_store(
     retry: RetryPolicy | None = None,
     clock: Callable[[], float] | None = None,
     workers: int | None = None,
+    prefix: str | None = None,
+    socket_timeout: float | None = None,
 ) -> AsyncStoreDatabase:
     """The async twin of ``open_store``: an ``AsyncStoreDatabase``, opened without
     blocking the event loop."""
@@ -104,6 +118,13 @@ async def aopen_store(
         "clock": clock,
         "workers": workers,
     }
+    if parsed.scheme in _REDIS_SCHEMES:
+        from .redis_async import AsyncRedisDatabase
+
+        given |= {"prefix": prefix, "socket_timeout": socket_timeout}
+        options = _options(parsed, given, (*_REDIS, "workers"))
+        redis_db: AsyncStoreDatabase = await AsyncRedisDatabase.open(parsed.url, **options)
+        return redis_db
     from .sqlite_async import AsyncSQLiteDatabase
 
     options = _options(parsed, given, (*_SQLITE, "workers"))

@@ -1,6 +1,7 @@
 """Store URLs: which backend a URL names, and what it says to that backend.
 
-``open_store(url)`` reads the scheme to pick a backend. This version builds SQLite:
+``open_store(url)`` reads the scheme to pick a backend. This version builds SQLite and
+Redis:
 
 - ``sqlite:///relative/file.db`` and ``sqlite:////absolute/file.db`` (SQLAlchemy's
   spelling: three slashes then the path, so an absolute path shows four);
@@ -8,9 +9,11 @@
   connection of the one database object that opened it, gone when it is closed.
 
 Query parameters carry backend options (``?busy_timeout=2.5&ttl=3600``); each backend
-says which it knows, and an unknown one is an error naming it. Redis
-(``redis://``, ``rediss://``, ``redis+cluster://``) and PostgreSQL (``postgresql://``)
-are recognized and refused with an error saying they are not built yet in this version.
+says which it knows, and an unknown one is an error naming it. Redis:
+``redis://[user:password@]host:port/db``, ``rediss://`` (TLS) and
+``redis+cluster://host:port`` (any node of a Redis Cluster). PostgreSQL
+(``postgresql://``) is recognized and refused with an error saying it is not built yet
+in this version.
 A password in a URL is never repeated in an error message.
 """
 
@@ -25,9 +28,9 @@ from ..errors import ConfigError
 
 __all__ = ["BUILT_SCHEMES", "NOT_BUILT_SCHEMES", "StoreURL", "parse_store_url", "redact_url"]
 
-BUILT_SCHEMES: Final = ("sqlite",)
+BUILT_SCHEMES: Final = ("sqlite", "redis", "rediss", "redis+cluster")
 """Schemes this version opens."""
-NOT_BUILT_SCHEMES: Final = ("redis", "rediss", "redis+cluster", "postgresql", "postgres")
+NOT_BUILT_SCHEMES: Final = ("postgresql", "postgres")
 """Schemes of issue 9's other backends: recognized, and refused until they are built."""
 
 _PASSWORD: Final = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@]*):[^@/?#]*@")
@@ -82,18 +85,25 @@ def parse_store_url(url: object) -> StoreURL:
     parts = urlsplit(url)
     if parts.fragment:
         raise ConfigError(f"url={shown!r}: a store URL has no #fragment")
+    if scheme != "sqlite":  # a server: the backend reads host, port, database, password
+        return StoreURL(url, scheme, None, _query(shown, parts.query))
     if parts.netloc:
         raise ConfigError(
             f"url={shown!r}: a sqlite URL has no host ({parts.netloc!r}); write "
             "sqlite:///relative.db or sqlite:////absolute/path.db"
         )
-    options: dict[str, str] = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):
-        if key in options:
-            raise ConfigError(f"url={shown!r}: the option {key!r} is given twice")
-        options[key] = value
+    options = _query(shown, parts.query)
     raw = unquote(parts.path)
     path = raw[1:] if raw.startswith("/") else raw
     if "\x00" in path:
         raise ConfigError(f"url={shown!r}: the path contains a NUL character")
     return StoreURL(url, scheme, None if path in ("", ":memory:") else path, options)
+
+
+def _query(shown: str, query: str) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+        if key in options:
+            raise ConfigError(f"url={shown!r}: the option {key!r} is given twice")
+        options[key] = value
+    return options
