@@ -5,8 +5,11 @@ the same option. Options every backend takes: ``ttl`` (seconds; None: sessions n
 expire), ``ttl_refresh`` (``"write"``, ``"read"`` or ``"never"``), ``retry`` (a
 ``RetryPolicy`` for transient failures) and ``clock`` (epoch seconds, for tests). SQLite
 adds ``busy_timeout`` (seconds, default 5) and ``synchronous`` (``"normal"`` or
-``"full"``); the async twin ``workers`` (threads, default 4). A backend is imported only
-when a URL names it.
+``"full"``); the async twin ``workers`` (threads, default 4). PostgreSQL adds ``schema``,
+``lock_timeout`` (seconds, default 5), ``pool_size`` (connections, default 10; ``workers``
+is the async twin's other name for it) and ``connect_timeout`` (seconds, default 10), and
+passes libpq's parameters (``sslmode``, ...) through. A backend is imported only when a
+URL names it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ _FROM_TEXT: Final[dict[str, Callable[[str], Any]]] = {
     "busy_timeout": float,
     "synchronous": str,
     "workers": int,
+    "schema": str,
+    "lock_timeout": float,
+    "pool_size": int,
+    "connect_timeout": float,
 }
 
 
@@ -52,6 +59,35 @@ def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) ->
 
 
 _SQLITE: Final = ("ttl", "ttl_refresh", "busy_timeout", "synchronous", "retry", "clock")
+_POSTGRES: Final = (
+    "ttl",
+    "ttl_refresh",
+    "retry",
+    "clock",
+    "schema",
+    "lock_timeout",
+    "pool_size",
+    "connect_timeout",
+)
+
+
+def _postgres_options(
+    parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """libpq's connection parameters and the backend's options of a PostgreSQL URL."""
+    from .postgres import LIBPQ_OPTIONS, conninfo_of
+
+    for name in ("busy_timeout", "synchronous"):
+        if given.get(name) is not None:
+            raise ConfigError(f"{name}={given[name]!r}: a SQLite option; not for {parsed}")
+    libpq = {k: v for k, v in parsed.options.items() if k in LIBPQ_OPTIONS}
+    ours = {k: v for k, v in parsed.options.items() if k not in LIBPQ_OPTIONS}
+    mine = StoreURL(parsed.url, parsed.scheme, None, ours)
+    options = _options(mine, {k: given.get(k) for k in known}, known)
+    conninfo = conninfo_of(
+        parsed.host, parsed.port, parsed.user, parsed.password, parsed.database, libpq
+    )
+    return conninfo, options
 
 
 def open_store(
@@ -63,11 +99,22 @@ def open_store(
     synchronous: str | None = None,
     retry: RetryPolicy | None = None,
     clock: Callable[[], float] | None = None,
+    schema: str | None = None,
+    lock_timeout: float | None = None,
+    pool_size: int | None = None,
+    connect_timeout: float | None = None,
 ) -> StoreDatabase:
     """Open the store database ``url`` names (see ``convomem.stores.url``), creating and
     migrating it when needed; ``ConfigError`` naming the URL for a scheme this version
-    does not build."""
+    does not build. ``schema``, ``lock_timeout``, ``pool_size`` and ``connect_timeout``
+    are PostgreSQL's options."""
     parsed = parse_store_url(url)
+    postgres = {
+        "schema": schema,
+        "lock_timeout": lock_timeout,
+        "pool_size": pool_size,
+        "connect_timeout": connect_timeout,
+    }
     given = {
         "ttl": ttl,
         "ttl_refresh": ttl_refresh,
@@ -75,7 +122,14 @@ def open_store(
         "synchronous": synchronous,
         "retry": retry,
         "clock": clock,
+        **postgres,
     }
+    if parsed.scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresDatabase
+
+        conninfo, options = _postgres_options(parsed, given, _POSTGRES)
+        return PostgresDatabase(conninfo, url=str(parsed), **options)
+    _no_postgres_options(parsed, postgres)
     from .sqlite import SQLiteDatabase
 
     return SQLiteDatabase(parsed.path, url=str(parsed), **_options(parsed, given, _SQLITE))
@@ -91,10 +145,20 @@ async def aopen_store(
     retry: RetryPolicy | None = None,
     clock: Callable[[], float] | None = None,
     workers: int | None = None,
+    schema: str | None = None,
+    lock_timeout: float | None = None,
+    pool_size: int | None = None,
+    connect_timeout: float | None = None,
 ) -> AsyncStoreDatabase:
     """The async twin of ``open_store``: an ``AsyncStoreDatabase``, opened without
     blocking the event loop."""
     parsed = parse_store_url(url)
+    postgres = {
+        "schema": schema,
+        "lock_timeout": lock_timeout,
+        "pool_size": pool_size,
+        "connect_timeout": connect_timeout,
+    }
     given = {
         "ttl": ttl,
         "ttl_refresh": ttl_refresh,
@@ -103,8 +167,25 @@ async def aopen_store(
         "retry": retry,
         "clock": clock,
         "workers": workers,
+        **postgres,
     }
+    if parsed.scheme in ("postgresql", "postgres"):
+        from .postgres_async import AsyncPostgresDatabase
+
+        if workers is not None:
+            if postgres.get("pool_size") is not None:
+                raise ConfigError(f"workers={workers!r}: the same as pool_size=; give one")
+            given["pool_size"] = workers
+        conninfo, options = _postgres_options(parsed, given, _POSTGRES)
+        return await AsyncPostgresDatabase.open(conninfo, url=str(parsed), **options)
+    _no_postgres_options(parsed, postgres)
     from .sqlite_async import AsyncSQLiteDatabase
 
     options = _options(parsed, given, (*_SQLITE, "workers"))
     return await AsyncSQLiteDatabase.open(parsed.path, url=str(parsed), **options)
+
+
+def _no_postgres_options(parsed: StoreURL, given: dict[str, Any]) -> None:
+    for name, value in given.items():
+        if value is not None:
+            raise ConfigError(f"{name}={value!r}: a PostgreSQL option; not for {parsed}")
