@@ -94,6 +94,8 @@ LIBPQ_OPTIONS: Final = frozenset(
 # SQLSTATEs a retry can cure: lock_not_available, serialization_failure,
 # deadlock_detected, too_many_connections, and the server shutting down or starting.
 _TRANSIENT: Final = frozenset({"55P03", "40001", "40P01", "53300", "57P01", "57P02", "57P03"})
+# A connection refused with these words (no SQLSTATE is given then) is worth a retry.
+_PASSING: Final = ("starting up", "shutting down", "too many", "recovery mode", "terminat")
 
 
 class Settings:
@@ -165,6 +167,10 @@ class Settings:
         connection = isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
             state is None or state.startswith("08")
         )
+        if connection and "FATAL:" in text and not any(m in text for m in _PASSING):
+            # Refused by the server at connect time: a missing database or role, a failed
+            # authentication. Trying again will not fix it.
+            return StoreError(f"{self.where}: {name}: {text}")
         if connection or state in _TRANSIENT:
             return TransientError(f"{self.where}: {name}: {text}")
         return StoreError(f"{self.where}: {name}: {text}")
