@@ -132,6 +132,56 @@ def _redis_hold_lock(db: Any) -> Iterator[Callable[[], None]]:
         direct.close()
 
 
+def _pg_settings(db: Any) -> Any:
+    inner = getattr(db, "inner", db)  # the async twin under the suite's SyncOverAsync
+    return inner._settings
+
+
+def _pg_connect(db: Any) -> Any:
+    import psycopg
+
+    return psycopg.connect(_pg_settings(db).conninfo, autocommit=True)
+
+
+def _pg_corrupt(db: Any, tenant: str | None, session_id: str, seq: int, raw: bytes) -> None:
+    # A text column holds only valid UTF-8: bytes that are not are written with their
+    # bad bytes as \xNN escapes, which no JSON reader accepts either.
+    schema = _pg_settings(db).schema
+    with _pg_connect(db) as conn:
+        done = conn.execute(
+            f"UPDATE {schema}.convomem_messages SET data = %s WHERE seq = %s AND session_pk = "
+            f"(SELECT pk FROM {schema}.convomem_sessions WHERE tenant = %s AND session_id = %s)",
+            (raw.decode("utf-8", "backslashreplace"), seq, tenant or "", session_id),
+        ).rowcount
+    assert done == 1
+
+
+@contextlib.contextmanager
+def _pg_hold_lock(db: Any) -> Iterator[Callable[[], None]]:
+    """Every writer locks its session's row first: a table lock that conflicts with
+    row locks (not with plain reads) makes every write wait, then time out."""
+    conn = _pg_connect(db)
+    conn.execute("BEGIN")
+    conn.execute(f"LOCK TABLE {_pg_settings(db).schema}.convomem_sessions IN EXCLUSIVE MODE")
+    held = [True]
+
+    def release() -> None:
+        if held[0]:
+            held[0] = False
+            conn.execute("ROLLBACK")
+
+    try:
+        yield release
+    finally:
+        release()
+        conn.close()
+
+
+@pytest.fixture
+def postgresql(postgres_server: Any) -> Backend:
+    return Backend(postgres_server.fresh_url, _pg_corrupt, _pg_hold_lock, {"lock_timeout": 0.05})
+
+
 @pytest.fixture
 def redis(request: pytest.FixtureRequest) -> Backend:
     server = request.getfixturevalue("redis_server")
@@ -150,8 +200,7 @@ def redis_cluster(request: pytest.FixtureRequest) -> Backend:
     return Backend(lambda: f"{url}{next(n)}", _redis_corrupt, _redis_hold_lock)
 
 
-BACKENDS = ["sqlite_file", "sqlite_memory", "redis", "redis_cluster"]
-# the next backend: "postgresql"
+BACKENDS = ["sqlite_file", "sqlite_memory", "redis", "redis_cluster", "postgresql"]
 
 
 @pytest.fixture(params=BACKENDS)

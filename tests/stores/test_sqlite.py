@@ -74,7 +74,6 @@ def test_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     "url, where",
     [
-        ("postgresql://u:pw@db:5432/app", "'postgresql' backend is not built yet"),
         ("mysql://x", "unknown scheme 'mysql'"),
         ("chat.db", "not a store URL"),
         ("sqlite://host/chat.db", "has no host"),

@@ -1,0 +1,452 @@
+"""Durable sessions in PostgreSQL (``psycopg`` 3 with a ``psycopg_pool`` pool).
+
+``open_store("postgresql://user:password@host:5432/app")`` gives a
+``PostgresDatabase``; ``db.session("s1", user_id="u1")`` a ``PostgresSession`` (a
+``SessionStore``). The semantics are the backend-neutral ones of
+``convomem.stores.database``; what is PostgreSQL's own:
+
+- **Connections** come from a pool (``pool_size``, default 10), in autocommit mode;
+  writes open their own transaction (``BEGIN; SET LOCAL lock_timeout``). No statement is
+  prepared on the server (``prepare_threshold=None``) and no session-level setting is
+  relied on, so PgBouncer in transaction mode works.
+- **One round trip per call** in the common cases: a read is one statement (the
+  session's row joined to the page of its log), an append of new messages one call of
+  the server-side function ``convomem_append`` (``convomem.stores._pg_schema``).
+- **Scope.** Every statement names the tenant; messages are reached only through the
+  session row of that tenant. ``?schema=name`` keeps convomem's tables in a schema of
+  their own (created when missing).
+- **Faults.** A lock held past ``lock_timeout`` (default 5 s), a serialization failure,
+  a deadlock, a dropped or refused connection and an exhausted pool are a
+  ``TransientError``; each call is retried by the database's ``RetryPolicy`` (by default
+  3 attempts with jittered waits) before it is raised. Any other database error is a
+  ``StoreError``. The password is never shown (``url`` and errors hide it).
+
+Options of the URL's query (``?schema=app&lock_timeout=2``): ``schema``,
+``lock_timeout``, ``pool_size``, ``connect_timeout``, ``ttl``, ``ttl_refresh``; libpq's
+own connection parameters (``sslmode``, ``host`` for a Unix socket,
+``application_name``, ...) pass through to libpq.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+from .. import _check, _io
+from ..errors import ConfigError, StoreError, TransientError
+from ..model import Message
+from ..retry import RetryPolicy
+from . import _pg_ops as ops
+from ._pg_calls import (
+    Call,
+    SessionCalls,
+    check_session_key,
+    delete_session_call,
+    erase_user_call,
+    sessions_call,
+    sweep_call,
+)
+from ._pg_schema import migrate, quote_schema
+from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+
+try:
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as _missing:  # pragma: no cover - depends on the environment
+    raise ConfigError(
+        "the postgresql backend needs psycopg 3 and psycopg-pool: "
+        "pip install 'convomem[postgresql]'"
+    ) from _missing
+
+__all__ = ["LIBPQ_OPTIONS", "PostgresDatabase", "PostgresSession"]
+
+T = TypeVar("T")
+
+LIBPQ_OPTIONS: Final = frozenset(
+    {
+        "host",
+        "hostaddr",
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "sslcrl",
+        "sslnegotiation",
+        "channel_binding",
+        "gssencmode",
+        "application_name",
+        "target_session_attrs",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "passfile",
+        "service",
+    }
+)
+"""Query parameters of a URL handed to libpq as they are."""
+
+# SQLSTATEs a retry can cure: lock_not_available, serialization_failure,
+# deadlock_detected, too_many_connections, and the server shutting down or starting.
+_TRANSIENT: Final = frozenset({"55P03", "40001", "40P01", "53300", "57P01", "57P02", "57P03"})
+# A connection refused with these words (no SQLSTATE is given then) is worth a retry.
+_PASSING: Final = ("starting up", "shutting down", "too many", "recovery mode", "terminat")
+
+
+class Settings:
+    """The options of a database, checked once, shared by the sync and async twins."""
+
+    def __init__(
+        self,
+        conninfo: Mapping[str, Any],
+        *,
+        schema: str = "public",
+        ttl: float | TTLPolicy | None = None,
+        ttl_refresh: str = "write",
+        lock_timeout: float = 5.0,
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        url: str | None = None,
+    ) -> None:
+        if isinstance(ttl, TTLPolicy):
+            if ttl_refresh != "write":
+                raise ConfigError(
+                    f"ttl_refresh={ttl_refresh!r}: give it inside the TTLPolicy passed as ttl"
+                )
+            self.ttl = ttl
+        else:
+            self.ttl = TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+        self.retry = RetryPolicy() if retry is None else retry
+        self.clock = _check.function("clock", clock, "() -> epoch seconds")
+        timeout = _check.number("lock_timeout", lock_timeout, minimum=0.0, low_open=True)
+        self.lock_timeout = timeout
+        self.lock_ms = max(1, round(timeout * 1000))
+        self.pool_size = _check.positive_int("pool_size", pool_size)
+        self.connect_timeout = _check.number(
+            "connect_timeout", connect_timeout, minimum=0.0, low_open=True
+        )
+        self.schema_name = schema
+        self.schema = quote_schema(schema)
+        params = {k: v for k, v in conninfo.items() if v is not None}
+        # libpq's connect_timeout is whole seconds, at least 2.
+        params["connect_timeout"] = max(2, round(self.connect_timeout))
+        self.conninfo = make_conninfo("", **params)
+        shown = url or "postgresql://" + str(params.get("host", ""))
+        self.url = shown
+        self.where = f"postgresql {shown}"
+
+    def tx(self) -> ops.Tx:
+        return ops.Tx(self.schema, self.clock(), self.ttl, self.lock_ms)
+
+    def translate(self, exc: BaseException) -> BaseException:
+        """A driver's error as a convomem one (other errors as they are)."""
+        if isinstance(exc, PoolTimeout):
+            return TransientError(
+                f"{self.where}: no connection within {self.connect_timeout}s "
+                f"(pool_size={self.pool_size}; is the server up?): {exc}"
+            )
+        if not isinstance(exc, psycopg.Error):
+            return exc
+        state = exc.sqlstate
+        text = str(exc).strip()
+        name = type(exc).__name__
+        if state == "55P03":
+            return TransientError(
+                f"{self.where}: the session is locked by another writer "
+                f"(waited the lock_timeout of {self.lock_timeout}s): {text}"
+            )
+        connection = isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
+            state is None or state.startswith("08")
+        )
+        if connection and "FATAL:" in text and not any(m in text for m in _PASSING):
+            # Refused by the server at connect time: a missing database or role, a failed
+            # authentication. Trying again will not fix it.
+            return StoreError(f"{self.where}: {name}: {text}")
+        if connection or state in _TRANSIENT:
+            return TransientError(f"{self.where}: {name}: {text}")
+        return StoreError(f"{self.where}: {name}: {text}")
+
+
+class Counter:
+    """The work ``StoreStats`` reports, shared by every connection of a database."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts = [0, 0, 0]  # statements, transactions, rows read
+
+    def add(self, statements: int = 0, transactions: int = 0, rows: int = 0) -> None:
+        with self.lock:
+            self.counts[0] += statements
+            self.counts[1] += transactions
+            self.counts[2] += rows
+
+    def stats(self) -> StoreStats:
+        with self.lock:
+            s, t, r = self.counts
+        return StoreStats(statements=s, transactions=t, rows_read=r)
+
+
+def conninfo_of(
+    host: str | None,
+    port: int | None,
+    user: str | None,
+    password: str | None,
+    database: str | None,
+    libpq: Mapping[str, str],
+) -> dict[str, Any]:
+    """libpq's connection parameters from a URL's parts."""
+    out: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "user": user,
+        "password": password,
+        "dbname": database,
+    }
+    for name, value in libpq.items():
+        if name not in LIBPQ_OPTIONS:
+            raise ConfigError(f"{name}={value!r}: not a libpq option this backend passes on")
+        out[name] = value
+    return out
+
+
+class PostgresDatabase:
+    """Sessions in one PostgreSQL database (in one of its schemas). See the module
+    docstring; prefer ``open_store(url)``.
+
+    ``conninfo`` holds libpq's parameters (``host``, ``port``, ``user``, ``password``,
+    ``dbname``, ...). ``schema`` (default ``public``) the schema of convomem's tables;
+    ``ttl`` (seconds, or a ``TTLPolicy``) and ``ttl_refresh`` when sessions expire;
+    ``lock_timeout`` (seconds) how long a writer waits for another; ``pool_size`` the
+    most connections; ``connect_timeout`` (seconds) how long to wait for one; ``retry``
+    the ``RetryPolicy`` for transient failures; ``clock`` the time (epoch seconds).
+    """
+
+    def __init__(self, conninfo: Mapping[str, Any], **options: Any) -> None:
+        self._settings = Settings(conninfo, **options)
+        s = self._settings
+        self.url: str = s.url
+        self.ttl: TTLPolicy = s.ttl
+        self._retry = s.retry
+        self._counter = Counter()
+        self._pool = ConnectionPool(
+            s.conninfo,
+            min_size=1,
+            max_size=s.pool_size,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            timeout=s.connect_timeout,
+            open=False,
+            name="convomem",
+        )
+        self._retry.call(self._open)
+        self._pool.open(wait=False)
+
+    def _open(self) -> None:
+        """Migrate on a connection of its own (a clear error when connecting fails)."""
+        s = self._settings
+        try:
+            with psycopg.connect(s.conninfo, autocommit=True, prepare_threshold=None) as conn:
+                self._drive(conn, migrate(s.schema, s.schema_name))
+        except BaseException as exc:
+            raise s.translate(exc) from exc
+
+    # -- the driver ------------------------------------------------------------------
+
+    def _drive(self, conn: psycopg.Connection[Any], gen: ops.Op) -> Any:
+        counter = self._counter
+        cur = conn.cursor()
+
+        def perform(q: ops.Q) -> Any:
+            if q.fetch == "committed":
+                counter.add(transactions=1)
+                return None
+            if q.fetch == "many":
+                cur.executemany(q.sql, q.params)
+                counter.add(statements=1)
+                return cur.rowcount
+            cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
+            if q.fetch == "run":
+                counter.add(statements=1, transactions=q.sql == "COMMIT")
+                return cur.rowcount
+            if q.fetch == "one":
+                row = cur.fetchone()
+                counter.add(statements=1, rows=row is not None)
+                return row
+            rows = cur.fetchall()
+            counter.add(statements=1, rows=len(rows))
+            return rows
+
+        try:
+            return _io.drive(gen, perform)
+        except BaseException:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
+
+    def _attempt(self, call: Call[T]) -> T:
+        s = self._settings
+        tx = s.tx()
+        try:
+            with self._pool.connection() as conn:
+                result: T = self._drive(conn, call.fn(tx))
+                return result
+        except BaseException as exc:
+            error = s.translate(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    def _run(self, call: Call[T]) -> T:
+        if self._pool.closed:
+            raise StoreError(f"{self._settings.where}: the database is closed")
+        result: T = self._retry.call(self._attempt, call)
+        return result
+
+    # -- the database ----------------------------------------------------------------
+
+    def session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> PostgresSession:
+        """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
+        return PostgresSession(self, check_session_key(session_id, user_id, tenant))
+
+    def sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        tenant: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first;
+        pass the returned cursor back for the next page (None: no more)."""
+        return self._run(sessions_call(user_id, tenant, cursor, limit))
+
+    def delete_session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> bool:
+        """Delete a session with its log, state and counts; whether it existed."""
+        return self._run(delete_session_call(session_id, user_id, tenant))
+
+    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
+        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
+        return self._run(erase_user_call(user_id, tenant))
+
+    def sweep(self) -> int:
+        """Delete the expired sessions; how many."""
+        return self._run(sweep_call())
+
+    def stats(self) -> StoreStats:
+        """Statements, write transactions and rows read since the database was opened."""
+        return self._counter.stats()
+
+    def close(self) -> None:
+        """Close every connection of the pool."""
+        self._pool.close()
+
+    def __enter__(self) -> PostgresDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<PostgresDatabase {self.url}>"
+
+
+class PostgresSession(SessionCalls):
+    """One session of a ``PostgresDatabase`` (a ``SessionStore``); see
+    ``convomem.stores.database`` for the semantics of each method."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: PostgresDatabase, key: ops.Key) -> None:
+        super().__init__(key)
+        self._db = db
+
+    def get_items(self, limit: int | None = None) -> list[Message]:
+        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
+        return self._db._run(self._get_items(limit))
+
+    def add_items(self, items: Sequence[Message]) -> None:
+        """Append messages, all or nothing (``append`` without its options)."""
+        self._db._run(self._append(items, None, None, None, None))
+
+    def pop_item(self) -> Message | None:
+        """Remove and return the newest message (None when the log is empty)."""
+        return self._db._run(self._pop_item())
+
+    def clear_session(self) -> None:
+        """Remove every message and the derived state (the session itself stays)."""
+        self._db._run(self._clear_session())
+
+    def truncate(self, keep: int) -> None:
+        """Keep only the oldest ``keep`` messages, atomically."""
+        self._db._run(self._truncate(keep))
+
+    def append(
+        self,
+        messages: Sequence[Message],
+        *,
+        expected_seq: int | None = None,
+        state: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+        counts: Counts | None = None,
+    ) -> int:
+        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
+        transaction; the seq of the batch's last message."""
+        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
+
+    def page(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[Message], str | None]:
+        """``limit`` messages after ``cursor`` (oldest first), or before it walking
+        back from the newest (``newest_first``, newest first); and the next cursor."""
+        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
+        return [e.message for e in entries], next_cursor
+
+    def entries(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[LogEntry], str | None]:
+        """``page`` with each message's seq and token counts."""
+        return self._db._run(self._entries(cursor, limit, newest_first))
+
+    def last_seq(self) -> int:
+        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
+        return self._db._run(self._last_seq())
+
+    def load_state(self) -> tuple[dict[str, Any] | None, int]:
+        """The derived state (None if never saved) and its version."""
+        return self._db._run(self._load_state())
+
+    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
+        """Replace the derived state if its version is ``expected_version``; the new one."""
+        return self._db._run(self._save_state(state, expected_version))
+
+    def set_counts(self, counts: Counts) -> None:
+        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
+        self._db._run(self._set_counts(counts))
+
+    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        """Stored token counts of these messages (every message when None)."""
+        return self._db._run(self._get_counts(message_ids))
+
+    def info(self) -> SessionInfo | None:
+        """The session's record, or None if it does not exist (or expired)."""
+        return self._db._run(self._info())
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (a JSON object)."""
+        self._db._run(self._set_metadata(metadata))
+
+    def __repr__(self) -> str:
+        return f"<PostgresSession {self.session_id!r} of {self._db.url}>"
