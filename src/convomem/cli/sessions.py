@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from typing import IO, Any, TextIO
+from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigError, ConvomemError, InputError, StoreError
 from ..stores.database import SessionInfo, StoreDatabase
@@ -109,7 +110,8 @@ def paging(p: argparse.ArgumentParser, positive: Callable[[str], int], what: str
 
 @contextlib.contextmanager
 def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[StoreDatabase]:
-    """The database ``--store`` names, closed afterwards."""
+    """The database ``--store`` names, closed afterwards. An error that repeats the
+    URL's password (a driver's message may) has it hidden."""
     from ..stores import open_store
 
     url: str | None = args.store or os.environ.get(ENV_STORE) or None
@@ -117,17 +119,37 @@ def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[StoreD
         raise ConfigError(
             f"--store: required (a store URL such as sqlite:///sessions.db), or set ${ENV_STORE}"
         )
-    parsed = parse_store_url(url)
-    path = parsed.path if parsed.scheme == "sqlite" else None
-    if not create and path is not None and not os.path.exists(path):
-        raise ConfigError(
-            f"--store {redact_url(url)!r}: no such database file ({os.path.abspath(path)!r})"
-        )
-    db = open_store(url)
     try:
-        yield db
-    finally:
-        db.close()
+        parsed = parse_store_url(url)
+        path = parsed.path if parsed.scheme == "sqlite" else None
+        if not create and path is not None and not os.path.exists(path):
+            raise ConfigError(
+                f"--store {redact_url(url)!r}: no such database file ({os.path.abspath(path)!r})"
+            )
+        db = open_store(url)
+        try:
+            yield db
+        finally:
+            db.close()
+    except ConvomemError as exc:
+        secrets = _secrets(url)
+        text = str(exc)
+        if any(s in text for s in secrets):
+            for s in secrets:
+                text = text.replace(s, "***")
+            raise StoreError(text) from None
+        raise
+
+
+def _secrets(url: str) -> list[str]:
+    """The password of ``url`` as written and decoded (none: empty)."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    if not password:
+        return []
+    return sorted({password, unquote(password)}, key=len, reverse=True)
 
 
 def _when(t: float | None, never: str = "never") -> str:
@@ -256,6 +278,9 @@ def _targets(db: StoreDatabase, args: argparse.Namespace) -> list[str]:
     if chosen != 1:
         raise ConfigError("export: give session ids, or --user USER, or --all (one of them)")
     if args.session:
+        for sid in args.session:  # before anything is written
+            if db.session(sid, user_id=args.user, tenant=args.tenant).info() is None:
+                raise StoreError(f"session {sid!r} (tenant {args.tenant!r}): not found")
         return list(args.session)
     ids: list[str] = []
     cursor: str | None = None
