@@ -94,15 +94,22 @@ def test_export_of_a_user_and_to_a_file(url: str, tmp_path: Path) -> None:
     assert "'nope'" in err and not path.exists() and os.listdir(tmp_path) == []
     code, _, _ = sessions("export", "s1", "--store", url, "-o", str(tmp_path / "no" / "x"))
     assert code == 2
+    code, out, err = sessions("export", "s1", "--store", url, "-o", str(path))
+    assert code == 0 and out == "" and "to " + str(path) in err
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds conversations
+    assert records(path.read_text()) == records(export_text(url, "s1"))
 
 
-def test_export_names_a_corrupt_row_and_its_seq(url: str, durable: Backend) -> None:
+def test_export_names_a_corrupt_row_and_its_seq(url: str, durable: Backend, tmp_path: Path) -> None:
     fill(url)
     with opened(url) as db:
         durable.corrupt(db, None, "s1", 2, b"\xff{")
-    code, _out, err = sessions("export", "s1", "--store", url)
+    code, _, err = sessions("export", "s1", "--store", url)
     assert code == 2 and "Traceback" not in err
     assert "'s1'" in err and "seq 2" in err
+    code, out, err = sessions("export", "--all", "--store", url, "-o", str(tmp_path / "x"))
+    one_line_failure(code, out, err)  # a file is written whole or not at all
+    assert "seq 2" in err and os.listdir(tmp_path) == []
 
 
 def test_delete_needs_yes_and_names_what_it_did(url: str) -> None:

@@ -82,7 +82,12 @@ def add_parser(
     p.add_argument("session", nargs="*", help="session ids (or --user, or --all)")
     p.add_argument("--user", default=None, help="every session of this user")
     p.add_argument("--all", action="store_true", help="every session of the tenant")
-    p.add_argument("--output", "-o", metavar="FILE", help="write FILE (default: stdout)")
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write FILE, whole or not at all, readable by you only (default: stdout)",
+    )
 
     p = command(
         "import",
@@ -302,7 +307,8 @@ def _ascii_if_needed(line: str, encoding: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace, out: Out) -> int:
-    """JSONL on stdout or in ``--output`` (written whole or not at all)."""
+    """JSONL on stdout or in ``--output``: written whole or not at all (a temporary file
+    renamed at the end), with mode 0600 since it holds conversations."""
     with opened(args) as db:
         ids = _targets(db, args)
         handle: str | None = args.user
