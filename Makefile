@@ -14,10 +14,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The demo needs no dependency and no install: any Python 3.11+ runs it from the source tree.
+# It keeps its session in .convomem-demo.db (or $CONVOMEM_DEMO_DB): a second run resumes it;
+# `make demo ARGS=--fresh` starts over.
 demo:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "make demo needs Python 3.11 or newer, e.g. make demo PYTHON=python3.11"; exit 1; }
-	PYTHONPATH=src $(PYTHON) examples/demo.py
+	PYTHONPATH=src $(PYTHON) examples/demo.py $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
