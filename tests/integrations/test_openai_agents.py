@@ -2,7 +2,7 @@
 
 The SDK's ``SQLiteSession`` is the oracle: the same scripted runs and the same operation
 sequences give the same items through ours, on every store backend, sync and async.
-Examples per property: ``CONVOMEM_AGENTS_EXAMPLES`` (default 15).
+Examples per property: ``CONVOMEM_AGENTS_EXAMPLES`` (default 20).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from agents import Agent, Runner, SQLiteSession, function_tool
 from agents.memory import Session
 from agents.testing import ScriptedModel, assistant_message, function_call
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from _store_backends import Backend
@@ -27,7 +27,7 @@ from convomem.errors import InvalidMessage, SessionOwnerMismatch
 from convomem.integrations.openai_agents import ConvomemSession
 from convomem.model import ToolResultBlock, ToolUseBlock
 
-EXAMPLES = int(os.environ.get("CONVOMEM_AGENTS_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("CONVOMEM_AGENTS_EXAMPLES", "20"))
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 
@@ -205,19 +205,24 @@ item_batches = st.lists(
     max_size=4,
 )
 operations = st.lists(
-    st.one_of(
-        st.tuples(st.just("add"), item_batches),
-        st.tuples(st.just("get"), st.none() | st.integers(0, 5)),
-        st.tuples(st.just("pop"), st.none()),
-        st.tuples(st.just("clear"), st.none()),
+    st.tuples(
+        st.integers(0, 1),  # which of two handles on the session does it
+        st.one_of(
+            st.tuples(st.just("add"), item_batches),
+            st.tuples(st.just("get"), st.none() | st.integers(0, 5)),
+            st.tuples(st.just("pop"), st.none()),
+            st.tuples(st.just("clear"), st.none()),
+        ),
     ),
     max_size=12,
 )
 
 
-async def run(session: Any, ops: list[tuple[str, Any]]) -> list[Any]:
+async def run(sessions: list[Any], ops: list[tuple[int, tuple[str, Any]]]) -> list[Any]:
+    """Each op on its session; then every session's items."""
     seen: list[Any] = []
-    for op, arg in ops:
+    for which, (op, arg) in ops:
+        session = sessions[which]
         if op == "add":
             await session.add_items(json.loads(json.dumps(arg)))
         elif op == "get":
@@ -226,7 +231,8 @@ async def run(session: Any, ops: list[tuple[str, Any]]) -> list[Any]:
             seen.append(await session.pop_item())
         else:
             await session.clear_session()
-    seen.append(await session.get_items())
+    for session in sessions:
+        seen.append(await session.get_items())
     return seen
 
 
@@ -236,11 +242,34 @@ async def run(session: Any, ops: list[tuple[str, Any]]) -> list[Any]:
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(ops=operations)
+@example(  # one handle reads, the other writes, the first reads again
+    ops=[(0, ("get", None)), (1, ("add", [{"role": "user", "content": "hi"}])), (0, ("get", 1))]
+)
 async def test_operations_match_the_sdk_sqlite_session(
-    backend: Backend, ops: list[tuple[str, Any]]
+    backend: Backend, ops: list[tuple[int, tuple[str, Any]]]
 ) -> None:
+    """Two ConvomemSession objects on one session (two processes, say), used in turns,
+    read and write what one SDK session does: neither trusts a stale cache."""
     db = open_store(backend.fresh_url())
     try:
-        assert await run(ConvomemSession("s", db), ops) == await run(SQLiteSession("s"), ops)
+        ours = [ConvomemSession("s", db), ConvomemSession("s", db)]
+        oracle = SQLiteSession("s")
+        assert await run(ours, ops) == await run([oracle, oracle], ops)
     finally:
         db.close()
+
+
+async def test_a_turn_reads_no_stored_message_again() -> None:
+    db = open_store("sqlite://")
+    session = ConvomemSession("s", db)
+    await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(200)])
+    await session.get_items()  # the one full read
+    before = db.stats().rows_read
+    for i in range(10):  # the SDK's turn: get_items, then add_items
+        items = await session.get_items()
+        await session.add_items([{"role": "user", "content": f"n{i}"}])
+    assert len(items) == 209
+    assert db.stats().rows_read - before <= 20  # the session row per check, no message
+    other = ConvomemSession("s", db)  # another writer: the cache is not trusted
+    await other.add_items([{"role": "user", "content": "from elsewhere"}])
+    assert (await session.get_items())[-1] == {"role": "user", "content": "from elsewhere"}

@@ -148,9 +148,10 @@ def read_item(data: Any, where: str) -> tuple[str, str, str | list[Block]]:
         if not isinstance(role, str) or role not in ROLES:
             raise _invalid(where + ".role", role, f"must be one of {sorted(ROLES)}")
         content = data.get("content")
+        form = "easy" if kind is None else "message"  # its canonical has "type" or not
         if isinstance(content, str):
-            return "message", ROLES[role], content
-        return "message", ROLES[role], list(_parts(content, where + ".content"))
+            return form, ROLES[role], content
+        return form, ROLES[role], list(_parts(content, where + ".content"))
     if kind in CALL_KINDS:
         return kind, "assistant", [_call(data, kind, where)]
     if kind in OUTPUT_KINDS and data.get("call_id") is not None:

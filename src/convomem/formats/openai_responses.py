@@ -76,10 +76,9 @@ def from_responses(items: Iterable[Any]) -> list[Message]:
             data, _ = freeze(plain(raw), where)  # JSON, or an error naming the bad part
             kind, role, content = read_item(data, where)
             meta: dict[str, Any] = {"type": kind}
-            base = canonical(role, content, kind)
-            patch = diff(data, base)
+            patch = diff(data, canonical(role, content, kind))
             if patch is not None:
-                meta["diff"] = patch
+                meta.update(patch)  # flat: a patch's keys are never "type"
             out.append(
                 Message(
                     stable_id(data, seen, "or", where), role, content=content, metadata={META: meta}
@@ -93,12 +92,15 @@ def from_responses(items: Iterable[Any]) -> list[Message]:
 # -- convomem -> Responses -----------------------------------------------------------------
 
 
-def _part(block: Block, role: str) -> dict[str, Any] | None:
-    """A message item's content part for ``block`` (None: nothing faithful)."""
+def _part(block: Block, role: str, typed: bool = False) -> dict[str, Any] | None:
+    """A message item's content part for ``block`` (None: nothing faithful); ``typed``:
+    of an output message as the API returns it (``logprobs`` beside ``annotations``)."""
     if isinstance(block, TextBlock):
-        if role == "assistant":
-            return {"type": "output_text", "text": block.text, "annotations": []}
-        return {"type": "input_text", "text": block.text}
+        if role != "assistant":
+            return {"type": "input_text", "text": block.text}
+        if typed:
+            return {"type": "output_text", "text": block.text, "annotations": [], "logprobs": []}
+        return {"type": "output_text", "text": block.text, "annotations": []}
     if isinstance(block, ImageBlock):
         return {"type": "input_image", "image_url": block.source, "detail": "auto"}
     if isinstance(block, OpaqueBlock) and block.provider == META:
@@ -133,13 +135,18 @@ def canonical(role: str, content: str | Sequence[Block], kind: str) -> dict[str,
     """The canonical item of ``kind`` for a message's role and content; None when the
     content is not what an item of that kind reads into (a message changed since)."""
     blocks = () if isinstance(content, str) else tuple(content)
-    if kind == "message":
-        if isinstance(content, str):
-            return {"role": role, "content": content}
-        if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in blocks):
-            return None
-        parts = [p for b in blocks if (p := _part(b, role)) is not None]
-        return {"role": role, "content": parts}
+    if kind == "easy" or kind == "message":
+        item: dict[str, Any] = {"role": role, "content": content}
+        if not isinstance(content, str):
+            if any(isinstance(b, ToolUseBlock | ToolResultBlock) for b in blocks):
+                return None
+            typed = kind == "message"
+            item["content"] = [p for b in blocks if (p := _part(b, role, typed)) is not None]
+        if kind == "message":  # as the API returns an output message
+            item["type"] = "message"
+            if role == "assistant":
+                item["status"] = "completed"
+        return item
     first = blocks[0] if blocks else None
     if kind in ("function_call", "custom_tool_call") and isinstance(first, ToolUseBlock):
         return _call_item(first, kind)
@@ -216,8 +223,8 @@ def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if base is None:
             out.extend(_general(m))
             continue
-        patch = meta.get("diff") if isinstance(meta, Mapping) else None
-        item = apply(base, thaw(patch) if isinstance(patch, Mapping) else None)
+        patch = {k: v for k, v in meta.items() if k != "type"} if isinstance(meta, Mapping) else {}
+        item = apply(base, thaw(patch))
         if not isinstance(item, dict):
             raise InvalidMessage(f"messages[{i}].metadata.{META}", meta, "is not an item patch")
         out.append(item)

@@ -19,6 +19,13 @@ Items are stored as full convomem messages (``convomem.formats.openai_responses`
 message id when added (the SDK may give different items the same placeholder id, and the
 store treats a repeated id as a retry).
 
+The SDK reads the whole history at every run (``get_items()``); the session reads the
+stored log once and then keeps it, checking each time with one small query (the
+session's newest seq, count and creation time: seqs are never reused) that no other
+writer changed it, and extending it with its own appends (``append(...,
+expected_seq=...)``), so a turn does not decode the log again. Another process's write
+is seen at once: the check fails and the log is read again.
+
 The SDK's ``Session`` is a structural protocol, so this module imports nothing of the
 SDK at run time: it works (and is importable) without ``openai-agents`` installed; the
 SDK itself comes with ``pip install 'convomem[agents]'``. A sync database is called in
@@ -30,19 +37,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from .._io import is_async_callable
-from ..errors import ConfigError
+from ..errors import ConcurrentUpdate, ConfigError
 from ..formats.openai_responses import from_responses, to_responses
 from ..model import Message, new_id
-from ..stores.database import AsyncSessionStore, SessionStore
+from ..stores.base import check_limit
+from ..stores.database import AsyncSessionStore, SessionInfo, SessionStore
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
     from agents.memory.session_settings import SessionSettings
 
 __all__ = ["ConvomemSession"]
+
+_Mark: TypeAlias = tuple[float, int, int]  # created_at, newest seq, message count
 
 
 class ConvomemSession:
@@ -73,19 +83,44 @@ class ConvomemSession:
             session_id, user_id=user_id, tenant=tenant
         )
         self._async = is_async_callable(self.store.get_items)
+        self._cache: list[Message] | None = None
+        self._cached_mark: _Mark | None = None
 
-    async def _call(self, name: str, *args: Any) -> Any:
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         method: Callable[..., Any] = getattr(self.store, name)
         if self._async:
-            return await method(*args)
-        return await asyncio.to_thread(method, *args)
+            return await method(*args, **kwargs)
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    async def _mark(self) -> _Mark | None:
+        info: SessionInfo | None = await self._call("info")
+        return None if info is None else (info.created_at, info.last_seq, info.message_count)
+
+    async def _messages(self, limit: int | None) -> list[Message]:
+        """The stored messages (the newest ``limit``), from the cache while it is valid.
+
+        The cache holds the whole log read once; it is valid while the session's mark
+        (created_at, newest seq, count) is the one it was read or extended at: seqs are
+        never reused and stored messages never change, so an unchanged mark proves that
+        no other writer appended, popped or cleared meanwhile.
+        """
+        mark = await self._mark()
+        if mark is None:
+            self._cache, self._cached_mark = [], None
+            return []
+        if self._cache is not None and mark == self._cached_mark:
+            return self._cache if limit is None else self._cache[-limit:] if limit else []
+        messages: list[Message] = await self._call("get_items", limit)
+        if limit is None and await self._mark() == mark:  # nobody wrote while we read
+            self._cache, self._cached_mark = messages, mark
+        return messages
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first; with ``limit``, the newest ``limit``."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        messages: list[Message] = await self._call("get_items", limit)
-        items = to_responses(messages)
+        check_limit(limit)
+        items = to_responses(await self._messages(limit))
         if limit is not None:  # a message written by another writer may give several
             items = items[-limit:] if limit > 0 else []
         return cast("list[TResponseInputItem]", items)
@@ -94,11 +129,24 @@ class ConvomemSession:
         """Append ``items`` atomically; malformed ones raise ``InvalidMessage`` naming the
         item and field, and nothing is written."""
         messages = [m.replace(id=new_id()) for m in from_responses(items)]
-        if messages:
+        if not messages:
+            return
+        cache, mark = self._cache, self._cached_mark
+        self._cache = self._cached_mark = None
+        if cache is None or mark is None:
             await self._call("add_items", messages)
+            return
+        try:  # extend the cache only if nobody else wrote since it was valid
+            last = await self._call("append", messages, expected_seq=mark[1])
+        except ConcurrentUpdate:
+            await self._call("add_items", messages)
+            return
+        cache.extend(messages)
+        self._cache, self._cached_mark = cache, (mark[0], last, mark[2] + len(messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item and return it (None when the session is empty)."""
+        self._cache = self._cached_mark = None
         message: Message | None = await self._call("pop_item")
         if message is None:
             return None
@@ -107,6 +155,7 @@ class ConvomemSession:
 
     async def clear_session(self) -> None:
         """Remove every item of the session."""
+        self._cache = self._cached_mark = None
         await self._call("clear_session")
 
     def __repr__(self) -> str:
