@@ -200,4 +200,3 @@ async def aopen_store(
 
     options = _options(parsed, given, (*_SQLITE, "workers"))
     return await AsyncSQLiteDatabase.open(parsed.path, url=str(parsed), **options)
-
