@@ -193,7 +193,7 @@ async def aopen_store(
         if workers is not None:
             if pool_size is not None:
                 raise ConfigError(f"workers={workers!r}: the same as pool_size=; give one")
-            given["pool_size"] = workers
+            given["pool_size"] = given.pop("workers")
         conninfo, options = _postgres_options(parsed, given, _POSTGRES)
         return await AsyncPostgresDatabase.open(conninfo, url=str(parsed), **options)
     from .sqlite_async import AsyncSQLiteDatabase
