@@ -3,6 +3,7 @@ failures, on every durable backend (tests/cli/conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from _cli_support import one_line_failure, run
-from _sessions_support import export_text, fill, opened, records, sessions
+from _sessions_support import export_text, fill, msg, opened, records, sessions
 from _store_backends import Backend
+from convomem import open_store
 
 
 def test_list_newest_first_with_filters_and_json(url: str) -> None:
@@ -163,9 +165,22 @@ def test_in_memory_store_works_for_one_command(durable: Backend) -> None:
     assert sessions("list", "--store", "sqlite://")[1].splitlines()[-1] == "0 sessions"
 
 
+def test_sweep_deletes_expired_sessions_of_every_tenant(url: str) -> None:
+    with opened(url) as db:
+        db.session("live").append([msg(1)])
+    with contextlib.closing(open_store(url, ttl=5, clock=lambda: 0.0)) as old:
+        old.session("gone").append([msg(1)])  # expired in 1970
+        old.session("gone", tenant="t").append([msg(1)])
+    code, out, err = sessions("sweep", "--store", url)
+    assert code == 0 and out == "swept 2 expired sessions\n", err
+    code, out, _ = sessions("list", "--store", url, "--json")
+    assert [s["session_id"] for s in json.loads(out)["sessions"]] == ["live"]
+    assert sessions("sweep", "--store", url)[1] == "swept 0 expired sessions\n"
+
+
 def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, _ = run("sessions", "--help")
     assert code == 0
     out = capsys.readouterr().out
-    for name in ("list", "show", "export", "import", "delete"):
+    for name in ("list", "show", "export", "import", "delete", "sweep"):
         assert name in out
