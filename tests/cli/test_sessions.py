@@ -73,7 +73,7 @@ def test_show_json_in_provider_formats(url: str) -> None:
     fill(url)
     _, out, _ = sessions("show", "s1", "--store", url, "--json", "--format", "openai")
     assert next(m["content"] for m in json.loads(out)["messages"]) == "message 1"
-    _, out, _ = sessions("show", "s1", "--store", url, "--json", "--format", "anthropic")
+    _, out, _ = sessions("show", "s1", "--store", url, "--format", "anthropic")  # JSON
     shown = json.loads(out)
     assert shown["system"] is None and shown["messages"][0]["role"] == "user"
 

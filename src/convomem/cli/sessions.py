@@ -69,8 +69,9 @@ def add_parser(
     p.add_argument(
         "--format",
         choices=("native", "openai", "anthropic"),
-        default="native",
-        help="message format of --json (default: native, convomem's own lossless form)",
+        default=None,
+        help="JSON with the messages in this format (implies --json; default: native, "
+        "convomem's own lossless form)",
     )
 
     p = command("export", "sessions to JSONL (format convomem.sessions/1)", cmd_export)
@@ -176,10 +177,10 @@ def cmd_show(args: argparse.Namespace, out: Out) -> int:
             cursor = None
         else:
             entries, cursor = store.entries(args.cursor, args.limit)
-    if args.json:
+    if args.json or args.format is not None:
         messages = [e.message for e in entries]
         payload: dict[str, Any] = {"session": _info_dict(info)}
-        if args.format == "native":
+        if args.format in (None, "native"):
             payload["state"] = state
             payload["messages"] = [
                 {"seq": e.seq, "message": e.message.to_dict(), "counts": e.counts} for e in entries
