@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from _cli_support import one_line_failure
 from _sessions_support import export_text, fill, msg, opened, records, sessions, without_times
 from _store_backends import Backend
+from convomem import ConversationMemory
 from convomem.cli import main
 from convomem.cli.transfer import FORMAT
 from convomem.model import (
@@ -265,3 +266,29 @@ def test_a_file_with_a_bom_and_crlf_reads_and_bad_bytes_do_not(
     code, out, err = sessions("import", str(tmp_path / "nope.jsonl"), "--store", target)
     one_line_failure(code, out, err)
     assert "nope.jsonl" in err
+
+
+def test_an_imported_session_resumes_as_its_source_does(url: str, durable: Backend) -> None:
+    """A ConversationMemory over the imported copy gives the context one over the source
+    gives, byte for byte, with as many summarizer calls (none, when the derived state is
+    read back)."""
+    with opened(url) as db:
+        memory = ConversationMemory(300, store=db.session("chat", user_id="u1"))
+        memory.add("system", "You are terse.")
+        for i in range(40):
+            memory.add("user", f"question {i} about order {1000 + i}?")
+            call = Message(f"a{i}", "assistant", content=[ToolUseBlock(f"c{i}", "look", {"n": i})])
+            memory.add_message(call)
+            memory.add_message(Message(f"t{i}", "tool", content=[ToolResultBlock(f"c{i}", "ok")]))
+            memory.add("assistant", f"answer {i}")
+        assert memory.stats().summarizer_calls > 0
+    target = durable.fresh_url()
+    code, _, err = sessions("import", "-", "--store", target, stdin=export_text(url, "chat"))
+    assert code == 0, err
+    contexts, calls = [], []
+    for where in (url, target):
+        with opened(where) as db:
+            again = ConversationMemory(300, store=db.session("chat", user_id="u1"))
+            contexts.append(json.dumps(again.context()))
+            calls.append(again.stats().summarizer_calls)
+    assert contexts[0] == contexts[1] and calls[0] == calls[1]
