@@ -35,7 +35,7 @@ EXAMPLES = int(os.environ.get("CONVOMEM_CLI_EXAMPLES", "8"))
 def test_export_format_is_versioned_and_complete(url: str) -> None:
     fill(url)
     code, out, err = sessions("export", "s1", "--store", url)
-    assert code == 0 and "exported 1 sessions, 3 messages" in err
+    assert code == 0 and "exported 1 session, 3 messages" in err
     recs = records(out)
     assert [r["type"] for r in recs] == ["session", "message", "message", "message", "end"]
     head = recs[0]

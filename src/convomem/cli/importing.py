@@ -16,7 +16,7 @@ from typing import IO, Final, Literal, TextIO
 
 from ..errors import ConvomemError, InputError, MessageConflict, StoreError
 from ..stores.database import LogEntry, SessionInfo, StoreDatabase
-from .render import SafeText
+from .render import SafeText, plural
 from .store_option import opened
 from .transfer import SessionRecord, all_entries, read_records
 
@@ -162,22 +162,23 @@ def import_session(db: StoreDatabase, rec: SessionRecord) -> tuple[ImportOutcome
 @contextlib.contextmanager
 def _lines(path: str) -> Iterator[IO[str]]:
     """The file (or stdin, spooled so it can be read twice) as UTF-8 text."""
-    try:
-        if path == "-":
-            with tempfile.TemporaryFile("w+b") as spool:
-                source = getattr(sys.stdin, "buffer", None)
-                if source is not None:
-                    spool.write(source.read())
-                else:
-                    spool.write(sys.stdin.read().encode("utf-8", "surrogatepass"))
-                spool.seek(0)
-                with open(spool.fileno(), encoding="utf-8-sig", closefd=False) as f:
-                    yield f
+    if path != "-":
+        try:
+            f = open(path, encoding="utf-8-sig")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        with f:
+            yield f
+        return
+    with tempfile.TemporaryFile("w+b") as spool:
+        source = getattr(sys.stdin, "buffer", None)
+        if source is not None:
+            spool.write(source.read())
         else:
-            with open(path, encoding="utf-8-sig") as f:
-                yield f
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            spool.write(sys.stdin.read().encode("utf-8", "surrogatepass"))
+        spool.seek(0)
+        with open(spool.fileno(), encoding="utf-8-sig", closefd=False) as text:
+            yield text
 
 
 def _check_file(f: IO[str], label: str) -> int:
@@ -212,11 +213,13 @@ def cmd_import(args: argparse.Namespace, out: TextIO | SafeText) -> int:
                 done = sum(tally.values())
                 if not done:
                     raise
+                before = plural(done, "session")
                 raise InputError(
-                    f"{exc} ({done} sessions before it were imported; a re-run skips them)"
+                    f"{exc} ({before} before it imported; a re-run keeps them)"
                 ) from None
             tally[outcome] += 1
             written += n
     parts = ", ".join(f"{v} {k}" for k, v in tally.items())
-    out.write(f"imported {sum(tally.values())} sessions ({parts}), {written} messages written\n")
+    total = plural(sum(tally.values()), "session")
+    out.write(f"imported {total} ({parts}), {plural(written, 'message')} written\n")
     return 0

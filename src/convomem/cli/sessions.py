@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from ..errors import ConfigError, StoreError
 from ..stores.database import SessionInfo
 from .importing import cmd_import
-from .render import SafeText, dump_json, preview, table
+from .render import SafeText, dump_json, plural, preview, table
 from .store_option import ENV_STORE, opened
 from .transfer import cmd_export
 
@@ -156,7 +156,7 @@ def cmd_list(args: argparse.Namespace, out: Out) -> int:
     header = ("session", "user", "messages", "last seq", "created", "updated", "expires")
     table(rows, header, out)
     scope = "" if args.tenant is None else f" of tenant {args.tenant!r}"
-    out.write(f"{len(found)} sessions{scope}")
+    out.write(f"{plural(len(found), 'session')}{scope}")
     out.write(f"; more: --cursor {cursor}\n" if cursor else "\n")
     return 0
 
@@ -244,7 +244,7 @@ def cmd_delete(args: argparse.Namespace, out: Out) -> int:
     with opened(args) as db:
         if args.user is not None:
             n = db.erase_user(args.user, tenant=args.tenant)
-            out.write(f"erased user {args.user!r}: {n} sessions deleted\n")
+            out.write(f"erased user {args.user!r}: {plural(n, 'session')} deleted\n")
             return 0
         if not db.delete_session(args.session, tenant=args.tenant):
             raise StoreError(f"session {args.session!r} (tenant {args.tenant!r}): not found")
@@ -256,5 +256,5 @@ def cmd_sweep(args: argparse.Namespace, out: Out) -> int:
     """``db.sweep()``: delete the sessions whose TTL ran out."""
     with opened(args) as db:
         n = db.sweep()
-    out.write(f"swept {n} expired sessions\n")
+    out.write(f"swept {plural(n, 'expired session')}\n")
     return 0

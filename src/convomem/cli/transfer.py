@@ -60,7 +60,7 @@ from ..errors import ConfigError, ConvomemError, InputError, StoreError
 from ..model import Message
 from ..stores.database import LogEntry, SessionStore, StoreDatabase
 from ..stores.records import check_counts, check_json_object, check_name, dumps
-from .render import SafeText
+from .render import SafeText, plural
 from .store_option import opened
 
 __all__ = ["FORMAT", "SessionRecord", "all_entries", "cmd_export", "export_lines", "read_records"]
@@ -344,7 +344,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO | SafeText) -> int:
                 m += line.startswith('{"type":"message"')
                 out.write(_ascii_if_needed(line, encoding) + "\n")
             n += 1
-    SafeText(sys.stderr).write(f"exported {n} sessions, {m} messages\n")
+    SafeText(sys.stderr).write(f"exported {plural(n, 'session')}, {plural(m, 'message')}\n")
     return 0
 
 
@@ -373,5 +373,6 @@ def _export_to_file(
         if isinstance(exc, OSError):
             raise ConfigError(f"--output {path!r}: cannot write: {exc.strerror}") from None
         raise
-    SafeText(sys.stderr).write(f"exported {n} sessions, {m} messages to {path}\n")
+    done = f"{plural(n, 'session')}, {plural(m, 'message')}"
+    SafeText(sys.stderr).write(f"exported {done} to {path}\n")
     return 0
