@@ -23,7 +23,7 @@ def test_import_extends_a_stored_prefix(url: str, durable: Backend) -> None:
     assert sessions("import", "-", "--store", target, stdin=older)[0] == 0
     code, out, err = sessions("import", "-", "--store", target, stdin=newer)
     assert code == 0, err
-    assert "1 extended" in out and "1 messages written" in out
+    assert "1 extended" in out and "1 message written" in out
     assert without_times(export_text(target, "s1")) == without_times(newer)
     code, out, err = sessions("import", "-", "--store", target, stdin=older)
     one_line_failure(code, out, err)  # the stored log is newer than the import
@@ -41,7 +41,7 @@ def test_a_conflicting_import_names_session_and_message_and_writes_nothing(
     code, out, err = sessions("import", "-", "--store", target, stdin=exported)
     one_line_failure(code, out, err)
     assert "session 's2'" in err and "'m1'" in err and "other content" in err
-    assert "1 sessions before it were imported" in err
+    assert "1 session before it imported; a re-run keeps them" in err
     with opened(target) as db:  # s1 came before s2 in the file; s2 is untouched, s3 not reached
         assert [s.session_id for s in db.sessions()[0]] == ["s1", "s2"]
         assert db.session("s2").get_items() == [msg(1, "edited elsewhere")]

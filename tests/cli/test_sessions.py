@@ -3,15 +3,19 @@ failures, on every durable backend (tests/cli/conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
 
 from _cli_support import one_line_failure, run
-from _sessions_support import export_text, fill, opened, records, sessions
+from _sessions_support import export_text, fill, msg, opened, records, sessions
 from _store_backends import Backend
+from convomem import open_store
 
 
 def test_list_newest_first_with_filters_and_json(url: str) -> None:
@@ -39,7 +43,7 @@ def test_list_pages_with_a_cursor_or_all(url: str) -> None:
     cursor = out.splitlines()[-1].split("--cursor ")[1]
     code, out2, _ = sessions("list", "--store", url, "--limit", "2", "--cursor", cursor)
     assert [line.split()[0] for line in out2.splitlines()[1:-1]] == ["s1"]
-    assert out2.splitlines()[-1] == "1 sessions"
+    assert out2.splitlines()[-1] == "1 session"
     code, out3, _ = sessions("list", "--store", url, "--limit", "1", "--all", "--json")
     assert [s["session_id"] for s in json.loads(out3)["sessions"]] == ["s3", "s2", "s1"]
 
@@ -69,7 +73,7 @@ def test_show_json_in_provider_formats(url: str) -> None:
     fill(url)
     _, out, _ = sessions("show", "s1", "--store", url, "--json", "--format", "openai")
     assert next(m["content"] for m in json.loads(out)["messages"]) == "message 1"
-    _, out, _ = sessions("show", "s1", "--store", url, "--json", "--format", "anthropic")
+    _, out, _ = sessions("show", "s1", "--store", url, "--format", "anthropic")  # JSON
     shown = json.loads(out)
     assert shown["system"] is None and shown["messages"][0]["role"] == "user"
 
@@ -120,7 +124,7 @@ def test_delete_needs_yes_and_names_what_it_did(url: str) -> None:
     assert code == 0 and out == "deleted session 's1'\n"
     one_line_failure(*sessions("delete", "s1", "--store", url, "--yes"))
     code, out, _ = sessions("delete", "--user", "u2", "--store", url, "--yes")
-    assert out == "erased user 'u2': 1 sessions deleted\n"
+    assert out == "erased user 'u2': 1 session deleted\n"
     code, out, _ = sessions("list", "--store", url, "--json")
     assert [s["session_id"] for s in json.loads(out)["sessions"]] == ["s3"]
     code, out, _ = sessions("list", "--store", url, "--tenant", "t", "--json")
@@ -163,9 +167,31 @@ def test_in_memory_store_works_for_one_command(durable: Backend) -> None:
     assert sessions("list", "--store", "sqlite://")[1].splitlines()[-1] == "0 sessions"
 
 
+def test_sweep_deletes_expired_sessions_of_every_tenant(url: str) -> None:
+    with opened(url) as db:
+        db.session("live").append([msg(1)])
+    with contextlib.closing(open_store(url, ttl=0.05)) as short:
+        short.session("gone").append([msg(1)])
+        short.session("gone", tenant="t").append([msg(1)])
+    time.sleep(0.2)  # past their TTL (no time is asserted)
+    counts = []
+    for _ in range(3):
+        code, out, err = sessions("sweep", "--store", url)
+        assert code == 0, err
+        match = re.fullmatch(r"swept (\d+) expired sessions?\n", out)
+        assert match is not None, out
+        counts.append(int(match.group(1)))
+    # SQLite deletes both at once; Redis expires them natively and drops their index
+    # entries one sweep later: each is counted once either way.
+    assert sum(counts) == 2 and counts[-1] == 0
+    for tenant in ([], ["--tenant", "t"]):
+        code, out, _ = sessions("list", "--store", url, "--json", *tenant)
+        assert [s["session_id"] for s in json.loads(out)["sessions"]] == (["live"] * (not tenant))
+
+
 def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, _ = run("sessions", "--help")
     assert code == 0
     out = capsys.readouterr().out
-    for name in ("list", "show", "export", "import", "delete"):
+    for name in ("list", "show", "export", "import", "delete", "sweep"):
         assert name in out

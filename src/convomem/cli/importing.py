@@ -1,18 +1,26 @@
-"""Writing sessions read from a ``convomem.sessions/1`` file into a store, exactly and
-idempotently (the rules are in ``convomem.cli.transfer``'s docstring)."""
+"""``convomem sessions import``: sessions read from a ``convomem.sessions/1`` file written
+into a store, exactly and idempotently (the rules are in ``convomem.cli.transfer``'s
+docstring). The whole file is read and checked once before anything is written, then
+again to write it (stdin is spooled to a temporary file for that)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
+import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Final, Literal
+from typing import IO, Final, Literal, TextIO
 
-from ..errors import InputError, MessageConflict, StoreError
+from ..errors import ConvomemError, InputError, MessageConflict, StoreError
 from ..stores.database import LogEntry, SessionInfo, StoreDatabase
-from .transfer import SessionRecord, all_entries
+from .render import SafeText, plural
+from .store_option import opened
+from .transfer import SessionRecord, all_entries, read_records
 
-__all__ = ["ImportOutcome", "import_session", "renumbered"]
+__all__ = ["ImportOutcome", "cmd_import", "import_session", "renumbered"]
 
 _SORTED: Final = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True
@@ -146,3 +154,72 @@ def import_session(db: StoreDatabase, rec: SessionRecord) -> tuple[ImportOutcome
         store.set_metadata(rec.metadata)
         wrote = True
     return ("extended" if new else "updated" if wrote else "unchanged"), len(new)
+
+
+# -- the import command -----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _lines(path: str) -> Iterator[IO[str]]:
+    """The file (or stdin, spooled so it can be read twice) as UTF-8 text."""
+    if path != "-":
+        try:
+            f = open(path, encoding="utf-8-sig")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        with f:
+            yield f
+        return
+    with tempfile.TemporaryFile("w+b") as spool:
+        source = getattr(sys.stdin, "buffer", None)
+        if source is not None:
+            spool.write(source.read())
+        else:
+            spool.write(sys.stdin.read().encode("utf-8", "surrogatepass"))
+        spool.seek(0)
+        with open(spool.fileno(), encoding="utf-8-sig", closefd=False) as text:
+            yield text
+
+
+def _check_file(f: IO[str], label: str) -> int:
+    """Read the whole file once; how many sessions it holds (nothing is written)."""
+    try:
+        return sum(1 for _ in read_records(f, label))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label}: not UTF-8 text (byte {exc.start})") from None
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO | SafeText) -> int:
+    """Check the whole file, then write it session by session."""
+    label = "<stdin>" if args.file == "-" else args.file
+    tally = dict.fromkeys(("created", "extended", "updated", "unchanged"), 0)
+    written = 0
+    err = SafeText(sys.stderr)
+    with _lines(args.file) as f, opened(args, create=True) as db:
+        _check_file(f, label)
+        f.seek(0)
+        for rec in read_records(f, label):
+            if args.tenant is not None:
+                rec = replace(rec, tenant=args.tenant)
+            if args.renumber and not rec.gapless():
+                rec = renumbered(rec)
+                err.write(
+                    f"note: session {rec.session_id!r}: seqs renumbered 1..n; its derived "
+                    "state was left out (it named the old seqs)\n"
+                )
+            try:
+                outcome, n = import_session(db, rec)
+            except ConvomemError as exc:
+                done = sum(tally.values())
+                if not done:
+                    raise
+                before = plural(done, "session")
+                raise InputError(
+                    f"{exc} ({before} before it imported; a re-run keeps them)"
+                ) from None
+            tally[outcome] += 1
+            written += n
+    parts = ", ".join(f"{v} {k}" for k, v in tally.items())
+    total = plural(sum(tally.values()), "session")
+    out.write(f"imported {total} ({parts}), {plural(written, 'message')} written\n")
+    return 0

@@ -1,5 +1,5 @@
-"""``convomem sessions list|show|export|import|delete --store URL``: durable sessions from
-the command line.
+"""``convomem sessions list|show|export|import|delete|sweep --store URL``: durable
+sessions from the command line.
 
 Every command works on any URL ``open_store`` accepts (``sqlite:///chat.db``, and the
 other backends as they are built), through the ``StoreDatabase`` and ``SessionStore``
@@ -13,25 +13,20 @@ than create an empty one. The export format is ``convomem.sessions/1``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, replace
-from typing import IO, Any, TextIO
-from urllib.parse import unquote, urlsplit
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any, TextIO
 
-from ..errors import ConfigError, ConvomemError, InputError, StoreError
-from ..stores.database import SessionInfo, StoreDatabase
-from ..stores.url import parse_store_url, redact_url
-from . import importing, transfer
-from .render import SafeText, dump_json, preview, table
+from ..errors import ConfigError, StoreError
+from ..stores.database import SessionInfo
+from .importing import cmd_import
+from .render import SafeText, dump_json, plural, preview, table
+from .store_option import ENV_STORE, opened
+from .transfer import cmd_export
 
 Out = TextIO | SafeText
-ENV_STORE = "CONVOMEM_STORE"
 
 
 # -- the parser -------------------------------------------------------------------------
@@ -74,8 +69,9 @@ def add_parser(
     p.add_argument(
         "--format",
         choices=("native", "openai", "anthropic"),
-        default="native",
-        help="message format of --json (default: native, convomem's own lossless form)",
+        default=None,
+        help="JSON with the messages in this format (implies --json; default: native, "
+        "convomem's own lossless form)",
     )
 
     p = command("export", "sessions to JSONL (format convomem.sessions/1)", cmd_export)
@@ -102,59 +98,19 @@ def add_parser(
     p.add_argument("session", nargs="?", help="session id (or --user)")
     p.add_argument("--user", default=None, help="erase every session of this user")
     p.add_argument("--yes", action="store_true", help="required: this cannot be undone")
+
+    help = "delete the expired sessions (of every tenant), e.g. from cron"
+    p = cmds.add_parser("sweep", help=help, description=help)
+    p.set_defaults(func=cmd_sweep)
+    p.add_argument(
+        "--store", metavar="URL", default=None, help=f"store URL (default: ${ENV_STORE})"
+    )
     return top
 
 
 def paging(p: argparse.ArgumentParser, positive: Callable[[str], int], what: str) -> None:
     p.add_argument("--limit", type=positive, default=50, metavar="N", help=f"{what} per page")
     p.add_argument("--cursor", default=None, help="where the previous page ended")
-
-
-# -- opening the store ------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[StoreDatabase]:
-    """The database ``--store`` names, closed afterwards. An error that repeats the
-    URL's password (a driver's message may) has it hidden."""
-    from ..stores import open_store
-
-    url: str | None = args.store or os.environ.get(ENV_STORE) or None
-    if url is None:
-        raise ConfigError(
-            f"--store: required (a store URL such as sqlite:///sessions.db), or set ${ENV_STORE}"
-        )
-    try:
-        parsed = parse_store_url(url)
-        path = parsed.path if parsed.scheme == "sqlite" else None
-        if not create and path is not None and not os.path.exists(path):
-            raise ConfigError(
-                f"--store {redact_url(url)!r}: no such database file ({os.path.abspath(path)!r})"
-            )
-        db = open_store(url)
-        try:
-            yield db
-        finally:
-            db.close()
-    except ConvomemError as exc:
-        secrets = _secrets(url)
-        text = str(exc)
-        if any(s in text for s in secrets):
-            for s in secrets:
-                text = text.replace(s, "***")
-            raise StoreError(text) from None
-        raise
-
-
-def _secrets(url: str) -> list[str]:
-    """The password of ``url`` as written and decoded (none: empty)."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return []
-    if not password:
-        return []
-    return sorted({password, unquote(password)}, key=len, reverse=True)
 
 
 def _when(t: float | None, never: str = "never") -> str:
@@ -200,7 +156,7 @@ def cmd_list(args: argparse.Namespace, out: Out) -> int:
     header = ("session", "user", "messages", "last seq", "created", "updated", "expires")
     table(rows, header, out)
     scope = "" if args.tenant is None else f" of tenant {args.tenant!r}"
-    out.write(f"{len(found)} sessions{scope}")
+    out.write(f"{plural(len(found), 'session')}{scope}")
     out.write(f"; more: --cursor {cursor}\n" if cursor else "\n")
     return 0
 
@@ -221,10 +177,10 @@ def cmd_show(args: argparse.Namespace, out: Out) -> int:
             cursor = None
         else:
             entries, cursor = store.entries(args.cursor, args.limit)
-    if args.json:
+    if args.json or args.format is not None:
         messages = [e.message for e in entries]
         payload: dict[str, Any] = {"session": _info_dict(info)}
-        if args.format == "native":
+        if args.format in (None, "native"):
             payload["state"] = state
             payload["messages"] = [
                 {"seq": e.seq, "message": e.message.to_dict(), "counts": e.counts} for e in entries
@@ -276,148 +232,6 @@ def cmd_show(args: argparse.Namespace, out: Out) -> int:
 # -- export and import ------------------------------------------------------------------
 
 
-def _targets(db: StoreDatabase, args: argparse.Namespace) -> list[str]:
-    """The session ids to export: given, or every one of the user or tenant, oldest
-    first (so an import creates them in the same order)."""
-    chosen = sum([bool(args.session), args.user is not None, args.all])
-    if chosen != 1:
-        raise ConfigError("export: give session ids, or --user USER, or --all (one of them)")
-    if args.session:
-        for sid in args.session:  # before anything is written
-            if db.session(sid, user_id=args.user, tenant=args.tenant).info() is None:
-                raise StoreError(f"session {sid!r} (tenant {args.tenant!r}): not found")
-        return list(args.session)
-    ids: list[str] = []
-    cursor: str | None = None
-    while True:
-        page, cursor = db.sessions(user_id=args.user, tenant=args.tenant, cursor=cursor, limit=500)
-        ids += [s.session_id for s in page]
-        if cursor is None:
-            return ids[::-1]
-
-
-def _ascii_if_needed(line: str, encoding: str) -> str:
-    """``line``, or the same JSON with ASCII escapes when the output cannot encode it
-    (a backslash replacement would not be JSON)."""
-    try:
-        line.encode(encoding)
-        return line
-    except (UnicodeEncodeError, LookupError):
-        return json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":"))
-
-
-def cmd_export(args: argparse.Namespace, out: Out) -> int:
-    """JSONL on stdout or in ``--output``: written whole or not at all (a temporary file
-    renamed at the end), with mode 0600 since it holds conversations."""
-    with opened(args) as db:
-        ids = _targets(db, args)
-        handle: str | None = args.user
-        if args.output:
-            return _export_to_file(db, ids, handle, args)
-        encoding = getattr(out, "encoding", None) or "utf-8"
-        n = m = 0
-        for sid in ids:
-            store = db.session(sid, user_id=handle, tenant=args.tenant)
-            for line in transfer.export_lines(store):
-                m += line.startswith('{"type":"message"')
-                out.write(_ascii_if_needed(line, encoding) + "\n")
-            n += 1
-    SafeText(sys.stderr).write(f"exported {n} sessions, {m} messages\n")
-    return 0
-
-
-def _export_to_file(
-    db: StoreDatabase, ids: list[str], user: str | None, args: argparse.Namespace
-) -> int:
-    path: str = args.output
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".convomem-export-", suffix=".tmp")
-    except OSError as exc:
-        raise ConfigError(f"--output {path!r}: cannot write there: {exc.strerror}") from None
-    n = m = 0
-    try:
-        with open(fd, "w", encoding="utf-8", newline="\n") as f:
-            for sid in ids:
-                store = db.session(sid, user_id=user, tenant=args.tenant)
-                for line in transfer.export_lines(store):
-                    m += line.startswith('{"type":"message"')
-                    f.write(line + "\n")
-                n += 1
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise ConfigError(f"--output {path!r}: cannot write: {exc.strerror}") from None
-        raise
-    SafeText(sys.stderr).write(f"exported {n} sessions, {m} messages to {path}\n")
-    return 0
-
-
-@contextlib.contextmanager
-def _lines(path: str) -> Iterator[IO[str]]:
-    """The file (or stdin, spooled so it can be read twice) as UTF-8 text."""
-    try:
-        if path == "-":
-            with tempfile.TemporaryFile("w+b") as spool:
-                source = getattr(sys.stdin, "buffer", None)
-                if source is not None:
-                    spool.write(source.read())
-                else:
-                    spool.write(sys.stdin.read().encode("utf-8", "surrogatepass"))
-                spool.seek(0)
-                with open(spool.fileno(), encoding="utf-8-sig", closefd=False) as f:
-                    yield f
-        else:
-            with open(path, encoding="utf-8-sig") as f:
-                yield f
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def _check_file(f: IO[str], label: str) -> int:
-    """Read the whole file once; how many sessions it holds (nothing is written)."""
-    try:
-        return sum(1 for _ in transfer.read_records(f, label))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{label}: not UTF-8 text (byte {exc.start})") from None
-
-
-def cmd_import(args: argparse.Namespace, out: Out) -> int:
-    """Check the whole file, then write it session by session."""
-    label = "<stdin>" if args.file == "-" else args.file
-    tally = dict.fromkeys(("created", "extended", "updated", "unchanged"), 0)
-    written = 0
-    err = SafeText(sys.stderr)
-    with _lines(args.file) as f, opened(args, create=True) as db:
-        _check_file(f, label)
-        f.seek(0)
-        for rec in transfer.read_records(f, label):
-            if args.tenant is not None:
-                rec = replace(rec, tenant=args.tenant)
-            if args.renumber and not rec.gapless():
-                rec = importing.renumbered(rec)
-                err.write(
-                    f"note: session {rec.session_id!r}: seqs renumbered 1..n; its derived "
-                    "state was left out (it named the old seqs)\n"
-                )
-            try:
-                outcome, n = importing.import_session(db, rec)
-            except ConvomemError as exc:
-                done = sum(tally.values())
-                if not done:
-                    raise
-                raise InputError(
-                    f"{exc} ({done} sessions before it were imported; a re-run skips them)"
-                ) from None
-            tally[outcome] += 1
-            written += n
-    parts = ", ".join(f"{v} {k}" for k, v in tally.items())
-    out.write(f"imported {sum(tally.values())} sessions ({parts}), {written} messages written\n")
-    return 0
-
-
 # -- delete -----------------------------------------------------------------------------
 
 
@@ -430,9 +244,17 @@ def cmd_delete(args: argparse.Namespace, out: Out) -> int:
     with opened(args) as db:
         if args.user is not None:
             n = db.erase_user(args.user, tenant=args.tenant)
-            out.write(f"erased user {args.user!r}: {n} sessions deleted\n")
+            out.write(f"erased user {args.user!r}: {plural(n, 'session')} deleted\n")
             return 0
         if not db.delete_session(args.session, tenant=args.tenant):
             raise StoreError(f"session {args.session!r} (tenant {args.tenant!r}): not found")
     out.write(f"deleted session {args.session!r}\n")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace, out: Out) -> int:
+    """``db.sweep()``: delete the sessions whose TTL ran out."""
+    with opened(args) as db:
+        n = db.sweep()
+    out.write(f"swept {plural(n, 'expired session')}\n")
     return 0

@@ -46,17 +46,24 @@ seqs 1..n and imported without its state (which named the old seqs; a
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
+import os
+import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
-from ..errors import ConvomemError, InputError, StoreError
+from ..errors import ConfigError, ConvomemError, InputError, StoreError
 from ..model import Message
-from ..stores.database import LogEntry, SessionStore
+from ..stores.database import LogEntry, SessionStore, StoreDatabase
 from ..stores.records import check_counts, check_json_object, check_name, dumps
+from .render import SafeText, plural
+from .store_option import opened
 
-__all__ = ["FORMAT", "SessionRecord", "all_entries", "export_lines", "read_records"]
+__all__ = ["FORMAT", "SessionRecord", "all_entries", "cmd_export", "export_lines", "read_records"]
 
 FORMAT: Final = "convomem.sessions/1"
 PAGE: Final = 500
@@ -286,3 +293,86 @@ def read_records(lines: Iterable[str], label: str) -> Iterator[SessionRecord]:
         if done is not None:
             yield done
     reader.finish()
+
+
+# -- the export command -----------------------------------------------------------------
+
+
+def _targets(db: StoreDatabase, args: argparse.Namespace) -> list[str]:
+    """The session ids to export: given, or every one of the user or tenant, oldest
+    first (so an import creates them in the same order)."""
+    chosen = sum([bool(args.session), args.user is not None, args.all])
+    if chosen != 1:
+        raise ConfigError("export: give session ids, or --user USER, or --all (one of them)")
+    if args.session:
+        for sid in args.session:  # before anything is written
+            if db.session(sid, user_id=args.user, tenant=args.tenant).info() is None:
+                raise StoreError(f"session {sid!r} (tenant {args.tenant!r}): not found")
+        return list(args.session)
+    ids: list[str] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = db.sessions(user_id=args.user, tenant=args.tenant, cursor=cursor, limit=500)
+        ids += [s.session_id for s in page]
+        if cursor is None:
+            return ids[::-1]
+
+
+def _ascii_if_needed(line: str, encoding: str) -> str:
+    """``line``, or the same JSON with ASCII escapes when the output cannot encode it
+    (a backslash replacement would not be JSON)."""
+    try:
+        line.encode(encoding)
+        return line
+    except (UnicodeEncodeError, LookupError):
+        return json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":"))
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO | SafeText) -> int:
+    """JSONL on stdout or in ``--output``: written whole or not at all (a temporary file
+    renamed at the end), with mode 0600 since it holds conversations."""
+    with opened(args) as db:
+        ids = _targets(db, args)
+        handle: str | None = args.user
+        if args.output:
+            return _export_to_file(db, ids, handle, args)
+        encoding = getattr(out, "encoding", None) or "utf-8"
+        n = m = 0
+        for sid in ids:
+            store = db.session(sid, user_id=handle, tenant=args.tenant)
+            for line in export_lines(store):
+                m += line.startswith('{"type":"message"')
+                out.write(_ascii_if_needed(line, encoding) + "\n")
+            n += 1
+    SafeText(sys.stderr).write(f"exported {plural(n, 'session')}, {plural(m, 'message')}\n")
+    return 0
+
+
+def _export_to_file(
+    db: StoreDatabase, ids: list[str], user: str | None, args: argparse.Namespace
+) -> int:
+    path: str = args.output
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".convomem-export-", suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"--output {path!r}: cannot write there: {exc.strerror}") from None
+    n = m = 0
+    try:
+        with open(fd, "w", encoding="utf-8", newline="\n") as f:
+            for sid in ids:
+                store = db.session(sid, user_id=user, tenant=args.tenant)
+                for line in export_lines(store):
+                    m += line.startswith('{"type":"message"')
+                    f.write(line + "\n")
+                n += 1
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise ConfigError(f"--output {path!r}: cannot write: {exc.strerror}") from None
+        raise
+    done = f"{plural(n, 'session')}, {plural(m, 'message')}"
+    SafeText(sys.stderr).write(f"exported {done} to {path}\n")
+    return 0
