@@ -77,6 +77,7 @@ def test_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("mysql://x", "unknown scheme 'mysql'"),
         ("chat.db", "not a store URL"),
         ("sqlite://host/chat.db", "has no host"),
+        ("sqlite://u:hunter2@host/chat.db", "has no host"),
         ("sqlite:///a.db#frag", "no #fragment"),
         ("sqlite:///a.db?ttl=5&ttl=6", "given twice"),
         ("sqlite:///a.db?bogus=1", "unknown option 'bogus'"),

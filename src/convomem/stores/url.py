@@ -98,7 +98,7 @@ def parse_store_url(url: object) -> StoreURL:
         return StoreURL(url, scheme, None, options)
     if parts.netloc:
         raise ConfigError(
-            f"url={shown!r}: a sqlite URL has no host ({parts.netloc!r}); write "
+            f"url={shown!r}: a sqlite URL has no host ({parts.hostname or ''!r}); write "
             "sqlite:///relative.db or sqlite:////absolute/path.db"
         )
     raw = unquote(parts.path)
