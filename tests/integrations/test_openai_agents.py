@@ -157,6 +157,20 @@ async def test_bad_items_write_nothing(backend: Backend) -> None:
     db.close()
 
 
+async def test_session_settings_limit_applies() -> None:
+    from agents.memory import SessionSettings
+
+    db = open_store("sqlite://")
+    items = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    for settings_ in (SessionSettings(limit=2), {"limit": 2}):
+        session = ConvomemSession("s", db, session_settings=settings_)
+        await session.clear_session()
+        await session.add_items(items)
+        assert await session.get_items() == items[-2:]
+        assert await session.get_items(3) == items[-3:]
+    db.close()
+
+
 def test_a_store_database_is_required() -> None:
     from convomem.errors import ConfigError
 

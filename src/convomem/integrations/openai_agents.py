@@ -36,7 +36,7 @@ awaited directly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from .._io import is_async_callable
@@ -72,7 +72,7 @@ class ConvomemSession:
         *,
         user_id: str | None = None,
         tenant: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         opener = getattr(db, "session", None)
         if not callable(opener):
@@ -117,8 +117,9 @@ class ConvomemSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first; with ``limit``, the newest ``limit``."""
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        settings: Any = self.session_settings
+        if limit is None and settings is not None:  # SessionSettings, or the SDK's dict form
+            limit = settings.get("limit") if isinstance(settings, Mapping) else settings.limit
         check_limit(limit)
         items = to_responses(await self._messages(limit))
         if limit is not None:  # a message written by another writer may give several
@@ -145,7 +146,11 @@ class ConvomemSession:
         self._cache, self._cached_mark = cache, (mark[0], last, mark[2] + len(messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the newest item and return it (None when the session is empty)."""
+        """Remove the newest item and return it (None when the session is empty).
+
+        The store removes its newest message: one item, unless another writer stored a
+        message that renders as several (a native message with text and tool calls),
+        which goes whole; the last of its items is returned."""
         self._cache = self._cached_mark = None
         message: Message | None = await self._call("pop_item")
         if message is None:
