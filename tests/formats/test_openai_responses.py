@@ -1,6 +1,6 @@
 """Responses API items <-> messages: the round trip is exact, the messages are real ones.
 
-Examples per property: ``CONVOMEM_RESPONSES_EXAMPLES`` (default 150).
+Examples per property: ``CONVOMEM_RESPONSES_EXAMPLES`` (default 100).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _packing_support import histories
 from convomem.errors import ConvomemError, InvalidMessage, NotAMessage
 from convomem.formats import from_anthropic, to_anthropic, to_openai
 from convomem.formats.openai_responses import META, from_responses, to_responses
@@ -30,7 +31,7 @@ from convomem.model import (
 from convomem.model.chunks import ChunkBuilder
 from convomem.packing import Packer
 
-EXAMPLES = int(os.environ.get("CONVOMEM_RESPONSES_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("CONVOMEM_RESPONSES_EXAMPLES", "100"))
 prop = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -416,3 +417,36 @@ def test_fuzz_converts_exactly_or_raises_a_convomem_error(batch: list[Any]) -> N
     except ConvomemError:
         return
     assert as_json(to_responses(messages)) == as_json(batch)
+
+
+@prop
+@given(items, st.lists(junk, min_size=1, max_size=3))
+def test_hand_written_metadata_never_breaks_rendering(
+    batch: list[dict[str, Any]], metas: list[Any]
+) -> None:
+    messages = from_responses(batch)
+    for i, meta in enumerate(metas):
+        if i < len(messages):
+            tampered = {META: meta if not isinstance(meta, dict) else {"type": "easy", **meta}}
+            try:
+                messages[i] = messages[i].replace(metadata=tampered)
+            except ConvomemError:
+                continue
+    try:
+        out = to_responses(messages)
+    except ConvomemError:
+        return
+    assert all(isinstance(item, dict) for item in out)
+
+
+@prop
+@given(histories())
+def test_any_history_renders_one_item_per_call_and_result(history: list[Message]) -> None:
+    out = to_responses(history)
+    calls = [b for m in history for b in m.blocks if isinstance(b, ToolUseBlock)]
+    results = [b for m in history for b in m.blocks if isinstance(b, ToolResultBlock)]
+    assert [i["call_id"] for i in out if i.get("type") == "function_call"] == [c.id for c in calls]
+    assert [i["call_id"] for i in out if i.get("type") == "function_call_output"] == [
+        r.tool_use_id for r in results
+    ]
+    assert json.loads(json.dumps(out)) == out
