@@ -218,6 +218,8 @@ def test_sdk_turn_becomes_a_tool_exchange() -> None:
     assert answer.role == "assistant" and answer.content == (TextBlock("It is sunny."),)
     assert answer.text() == "It is sunny."
     assert len({m.id for m in (call, answer)}) == 2  # the SDK's shared placeholder id
+    assert not user.metadata and not output.metadata  # what any message renders as
+    assert answer.metadata == {META: {"type": "message", "set": {"id": "__fake_id__"}}}
     chunks = ChunkBuilder()
     for i, m in enumerate((user, call, output, answer)):
         chunks.add(m, i)

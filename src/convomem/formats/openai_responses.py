@@ -54,7 +54,7 @@ from ..model import (
 )
 from ..model.values import freeze, thaw, too_deep
 from ._common import message_list, plain, stable_id
-from ._responses_diff import apply, diff
+from ._responses_diff import apply, diff, same
 from ._responses_read import META as META
 from ._responses_read import read_item
 
@@ -64,6 +64,8 @@ _PART_KINDS: Final = frozenset(
     {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
 )
 """Opaque blocks of these types are content parts of a message item; others are items."""
+_PLAIN: Final = frozenset({"easy", "function_call", "function_call_output"})
+"""Kinds whose item may be exactly what any message renders as: no metadata needed."""
 
 
 def from_responses(items: Iterable[Any]) -> list[Message]:
@@ -75,15 +77,18 @@ def from_responses(items: Iterable[Any]) -> list[Message]:
             where = f"items[{i}]"
             data, _ = freeze(plain(raw), where)  # JSON, or an error naming the bad part
             kind, role, content = read_item(data, where)
+            message_id = stable_id(data, seen, "or", where)
+            base = canonical(role, content, kind)
+            patch = diff(data, base)
+            if patch is None and kind in _PLAIN:
+                plain_message = Message(message_id, role, content=content)
+                if same(_general(plain_message), [base]):  # nothing to remember
+                    out.append(plain_message)
+                    continue
             meta: dict[str, Any] = {"type": kind}
-            patch = diff(data, canonical(role, content, kind))
             if patch is not None:
                 meta.update(patch)  # flat: a patch's keys are never "type"
-            out.append(
-                Message(
-                    stable_id(data, seen, "or", where), role, content=content, metadata={META: meta}
-                )
-            )
+            out.append(Message(message_id, role, content=content, metadata={META: meta}))
     except RecursionError:
         raise too_deep("items") from None
     return out
