@@ -329,6 +329,17 @@ def test_messages_of_other_origins_render_as_items() -> None:
     ]
 
 
+def test_without_metadata_an_output_stays_an_output() -> None:
+    file_part = {"type": "input_file", "file_id": "file-1"}
+    shot = {"type": "shell_call_output", "call_id": "sh", "output": []}
+    batch = [
+        {"type": "function_call_output", "call_id": "c", "output": [file_part]},
+        shot,
+    ]
+    bare = [m.replace(metadata={}) for m in from_responses(batch)]
+    assert to_responses(bare) == batch
+
+
 def test_a_changed_message_renders_from_its_blocks() -> None:
     (m,) = from_responses([SDK_TURN[1]])
     changed = m.replace(content=[TextBlock("plain now")])

@@ -56,7 +56,7 @@ from ..model.values import freeze, thaw, too_deep
 from ._common import message_list, plain, stable_id
 from ._responses_diff import apply, diff, same
 from ._responses_read import META as META
-from ._responses_read import read_item
+from ._responses_read import PAIRED_OUTPUTS, read_item
 
 __all__ = ["META", "from_responses", "to_responses"]
 
@@ -201,7 +201,12 @@ def _general(m: Message) -> list[dict[str, Any]]:
         elif isinstance(b, ToolResultBlock):
             flush()
             item = canonical(m.role, (b,), "item")
-            items.append(_output_item(b) if item is None else item)
+            held_output = (
+                item is not None
+                and item.get("type") in PAIRED_OUTPUTS
+                and item.get("call_id") == b.tool_use_id
+            )  # a computer_call_output kept whole; else an output of parts
+            items.append(item if item is not None and held_output else _output_item(b))
         elif (
             isinstance(b, OpaqueBlock) and b.provider == META and b.kind not in _PART_KINDS
         ):  # a whole item held opaque (reasoning, a hosted tool call)

@@ -162,8 +162,8 @@ class ConvomemSession:
         return cast("list[TResponseInputItem]", items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append ``items`` atomically; malformed ones raise ``InvalidMessage`` naming the
-        item and field, and nothing is written."""
+        """Append ``items`` (atomically; one by one with ``budget``). Malformed ones raise
+        ``InvalidMessage`` naming the item and field before anything is written."""
         messages = [m.replace(id=new_id()) for m in from_responses(items)]
         if not messages:
             return
