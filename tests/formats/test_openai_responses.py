@@ -463,3 +463,15 @@ def test_any_history_renders_one_item_per_call_and_result(history: list[Message]
         r.tool_use_id for r in results
     ]
     assert json.loads(json.dumps(out)) == out
+
+
+@prop
+@given(items)
+def test_without_metadata_every_call_and_output_survives(batch: list[dict[str, Any]]) -> None:
+    """Metadata lost (a message copied by hand): the items differ in details, but every
+    call and every output is still there, with its call_id, in order."""
+    bare = [m.replace(metadata={}) for m in from_responses(batch)]
+    out = to_responses(bare)
+    assert [i.get("call_id") for i in out if "call_id" in i] == [
+        i.get("call_id") for i in batch if "call_id" in i
+    ]
