@@ -32,8 +32,8 @@ test: lint
 	sh scripts/ensure-redis-server.sh
 	$(BIN)/python -m pytest -q
 
-# Every benchmark in turn (about 30 minutes on 2 idle cores); see bench/README.md to run one.
-BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality
+# Every benchmark in turn (about 35 minutes on 2 idle cores); see bench/README.md to run one.
+BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality agents_sdk
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

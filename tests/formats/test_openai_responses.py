@@ -1,6 +1,6 @@
 """Responses API items <-> messages: the round trip is exact, the messages are real ones.
 
-Examples per property: ``CONVOMEM_RESPONSES_EXAMPLES`` (default 150).
+Examples per property: ``CONVOMEM_RESPONSES_EXAMPLES`` (default 100).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _packing_support import histories
 from convomem.errors import ConvomemError, InvalidMessage, NotAMessage
 from convomem.formats import from_anthropic, to_anthropic, to_openai
 from convomem.formats.openai_responses import META, from_responses, to_responses
@@ -30,7 +31,7 @@ from convomem.model import (
 from convomem.model.chunks import ChunkBuilder
 from convomem.packing import Packer
 
-EXAMPLES = int(os.environ.get("CONVOMEM_RESPONSES_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("CONVOMEM_RESPONSES_EXAMPLES", "100"))
 prop = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -217,6 +218,8 @@ def test_sdk_turn_becomes_a_tool_exchange() -> None:
     assert answer.role == "assistant" and answer.content == (TextBlock("It is sunny."),)
     assert answer.text() == "It is sunny."
     assert len({m.id for m in (call, answer)}) == 2  # the SDK's shared placeholder id
+    assert not user.metadata and not output.metadata  # what any message renders as
+    assert answer.metadata == {META: {"type": "message", "set": {"id": "__fake_id__"}}}
     chunks = ChunkBuilder()
     for i, m in enumerate((user, call, output, answer)):
         chunks.add(m, i)
@@ -326,6 +329,17 @@ def test_messages_of_other_origins_render_as_items() -> None:
     ]
 
 
+def test_without_metadata_an_output_stays_an_output() -> None:
+    file_part = {"type": "input_file", "file_id": "file-1"}
+    shot = {"type": "shell_call_output", "call_id": "sh", "output": []}
+    batch = [
+        {"type": "function_call_output", "call_id": "c", "output": [file_part]},
+        shot,
+    ]
+    bare = [m.replace(metadata={}) for m in from_responses(batch)]
+    assert to_responses(bare) == batch
+
+
 def test_a_changed_message_renders_from_its_blocks() -> None:
     (m,) = from_responses([SDK_TURN[1]])
     changed = m.replace(content=[TextBlock("plain now")])
@@ -416,3 +430,48 @@ def test_fuzz_converts_exactly_or_raises_a_convomem_error(batch: list[Any]) -> N
     except ConvomemError:
         return
     assert as_json(to_responses(messages)) == as_json(batch)
+
+
+@prop
+@given(items, st.lists(junk, min_size=1, max_size=3))
+def test_hand_written_metadata_never_breaks_rendering(
+    batch: list[dict[str, Any]], metas: list[Any]
+) -> None:
+    messages = from_responses(batch)
+    for i, meta in enumerate(metas):
+        if i < len(messages):
+            tampered = {META: meta if not isinstance(meta, dict) else {"type": "easy", **meta}}
+            try:
+                messages[i] = messages[i].replace(metadata=tampered)
+            except ConvomemError:
+                continue
+    try:
+        out = to_responses(messages)
+    except ConvomemError:
+        return
+    assert all(isinstance(item, dict) for item in out)
+
+
+@prop
+@given(histories())
+def test_any_history_renders_one_item_per_call_and_result(history: list[Message]) -> None:
+    out = to_responses(history)
+    calls = [b for m in history for b in m.blocks if isinstance(b, ToolUseBlock)]
+    results = [b for m in history for b in m.blocks if isinstance(b, ToolResultBlock)]
+    assert [i["call_id"] for i in out if i.get("type") == "function_call"] == [c.id for c in calls]
+    assert [i["call_id"] for i in out if i.get("type") == "function_call_output"] == [
+        r.tool_use_id for r in results
+    ]
+    assert json.loads(json.dumps(out)) == out
+
+
+@prop
+@given(items)
+def test_without_metadata_every_call_and_output_survives(batch: list[dict[str, Any]]) -> None:
+    """Metadata lost (a message copied by hand): the items differ in details, but every
+    call and every output is still there, with its call_id, in order."""
+    bare = [m.replace(metadata={}) for m in from_responses(batch)]
+    out = to_responses(bare)
+    assert [i.get("call_id") for i in out if "call_id" in i] == [
+        i.get("call_id") for i in batch if "call_id" in i
+    ]

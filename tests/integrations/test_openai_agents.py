@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, SQLiteSession, function_tool
+from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
 from agents.memory import Session
 from agents.testing import ScriptedModel, assistant_message, function_call
 from hypothesis import HealthCheck, example, given, settings
@@ -28,7 +28,7 @@ from convomem.integrations.openai_agents import ConvomemSession
 from convomem.model import ToolResultBlock, ToolUseBlock
 
 EXAMPLES = int(os.environ.get("CONVOMEM_AGENTS_EXAMPLES", "20"))
-os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+set_tracing_disabled(True)  # offline: no trace export
 
 
 @function_tool
@@ -157,6 +157,20 @@ async def test_bad_items_write_nothing(backend: Backend) -> None:
     db.close()
 
 
+async def test_session_settings_limit_applies() -> None:
+    from agents.memory import SessionSettings
+
+    db = open_store("sqlite://")
+    items = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+    for settings_ in (SessionSettings(limit=2), {"limit": 2}):
+        session = ConvomemSession("s", db, session_settings=settings_)
+        await session.clear_session()
+        await session.add_items(items)
+        assert await session.get_items() == items[-2:]
+        assert await session.get_items(3) == items[-3:]
+    db.close()
+
+
 def test_a_store_database_is_required() -> None:
     from convomem.errors import ConfigError
 
@@ -180,6 +194,60 @@ async def test_the_memory_reads_an_agent_session() -> None:
     ]
     assert sent[1]["tool_calls"][0]["id"] == sent[2]["tool_call_id"] == "call_1"
     db.close()
+
+
+# -- the bounded view ---------------------------------------------------------------------
+
+
+def long_script(turns: int) -> ScriptedModel:
+    steps: list[Any] = []
+    for t in range(turns):
+        steps.append([function_call("get_weather", {"city": f"city{t}"}, call_id=f"call_{t}")])
+        steps.append([assistant_message(f"In city{t} it is sunny and warm, as reported. " * 2)])
+    return ScriptedModel(steps)
+
+
+async def long_run(session: Any, turns: int) -> ScriptedModel:
+    model = long_script(turns)
+    agent = Agent(name="weather", model=model, tools=[get_weather])
+    for t in range(turns):
+        await Runner.run(agent, f"What is the weather in city{t}? I am user {t}.", session=session)
+    model.assert_complete()
+    return model
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_budget_bounds_what_the_model_sees(backend: Backend, mode: str) -> None:
+    db = await open_db(backend.fresh_url(), mode)
+    try:
+        bounded = ConvomemSession("chat", db, budget=400)
+        model = await long_run(bounded, 8)
+        oracle = SQLiteSession("chat")
+        oracle_model = await long_run(oracle, 8)
+        for call, full in zip(model.calls, oracle_model.calls, strict=True):
+            made = [i["call_id"] for i in call.input if i.get("type") == "function_call"]
+            answered = [i["call_id"] for i in call.input if i.get("type") == "function_call_output"]
+            assert made == answered  # never a call without its output, nor the reverse
+            assert len(call.input) <= len(full.input)
+        last = model.calls[-1].input
+        assert len(last) < len(oracle_model.calls[-1].input)
+        assert last[0]["role"] == "system" and "Summary" in last[0]["content"]
+        everything = ConvomemSession("chat", db)  # the log keeps every item
+        assert await everything.get_items() == await oracle.get_items()
+        popped = await bounded.pop_item()
+        assert popped == (await oracle.get_items())[-1]
+        assert len(await everything.get_items()) == len(await oracle.get_items()) - 1
+        await bounded.clear_session()
+        assert await everything.get_items() == [] == await bounded.get_items()
+    finally:
+        await close_db(db)
+
+
+def test_memory_options_need_a_budget() -> None:
+    from convomem.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="budget"):
+        ConvomemSession("s", open_store("sqlite://"), memory_options={"pin": ()})
 
 
 # -- every operation, against the SDK's SQLiteSession --------------------------------------

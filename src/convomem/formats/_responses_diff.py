@@ -66,29 +66,36 @@ def diff(item: Any, base: Any) -> dict[str, Any] | None:
     return {"value": item}
 
 
-def apply(base: Any, patch: Mapping[str, Any] | None) -> Any:
+def apply(base: Any, patch: Any) -> Any:
     """``base`` with ``patch`` applied (a new value; ``base`` is not changed).
 
-    Parts of a patch that do not fit ``base`` (a key or position it lacks) are skipped:
-    a patch made for one message never breaks the rendering of another.
+    Parts of a patch that do not fit ``base`` (a key or position it lacks, a part of the
+    wrong shape) are skipped: a patch made for one message never breaks the rendering of
+    another, and metadata written by hand never raises here.
     """
-    if not patch:
+    if not isinstance(patch, Mapping) or not patch:
         return base
     if "value" in patch:
         return patch["value"]
     if isinstance(base, Mapping):
         out = dict(base)
-        for key in patch.get("del", ()):
-            out.pop(key, None)
-        for key, sub in (patch.get("sub") or {}).items():
+        removed = patch.get("del")
+        for key in removed if isinstance(removed, list | tuple) else ():
+            if isinstance(key, str):
+                out.pop(key, None)
+        changed = patch.get("sub")
+        for key, sub in changed.items() if isinstance(changed, Mapping) else ():
             if key in out:
                 out[key] = apply(out[key], sub)
-        out.update(patch.get("set") or {})
+        added = patch.get("set")
+        if isinstance(added, Mapping):
+            out.update(added)
         return out
-    if isinstance(base, list | tuple):
+    changed = patch.get("items")
+    if isinstance(base, list | tuple) and isinstance(changed, Mapping):
         items = list(base)
-        for pos, sub in (patch.get("items") or {}).items():
-            i = int(pos)
+        for pos, sub in changed.items():
+            i = int(pos) if isinstance(pos, str) and pos.isdigit() else -1
             if 0 <= i < len(items):
                 items[i] = apply(items[i], sub)
         return items

@@ -54,9 +54,9 @@ from ..model import (
 )
 from ..model.values import freeze, thaw, too_deep
 from ._common import message_list, plain, stable_id
-from ._responses_diff import apply, diff
+from ._responses_diff import apply, diff, same
 from ._responses_read import META as META
-from ._responses_read import read_item
+from ._responses_read import PAIRED_OUTPUTS, read_item
 
 __all__ = ["META", "from_responses", "to_responses"]
 
@@ -64,6 +64,8 @@ _PART_KINDS: Final = frozenset(
     {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
 )
 """Opaque blocks of these types are content parts of a message item; others are items."""
+_PLAIN: Final = frozenset({"easy", "function_call", "function_call_output"})
+"""Kinds whose item may be exactly what any message renders as: no metadata needed."""
 
 
 def from_responses(items: Iterable[Any]) -> list[Message]:
@@ -75,15 +77,18 @@ def from_responses(items: Iterable[Any]) -> list[Message]:
             where = f"items[{i}]"
             data, _ = freeze(plain(raw), where)  # JSON, or an error naming the bad part
             kind, role, content = read_item(data, where)
+            message_id = stable_id(data, seen, "or", where)
+            base = canonical(role, content, kind)
+            patch = diff(data, base)
+            if patch is None and kind in _PLAIN:
+                plain_message = Message(message_id, role, content=content)
+                if same(_general(plain_message), [base]):  # nothing to remember
+                    out.append(plain_message)
+                    continue
             meta: dict[str, Any] = {"type": kind}
-            patch = diff(data, canonical(role, content, kind))
             if patch is not None:
                 meta.update(patch)  # flat: a patch's keys are never "type"
-            out.append(
-                Message(
-                    stable_id(data, seen, "or", where), role, content=content, metadata={META: meta}
-                )
-            )
+            out.append(Message(message_id, role, content=content, metadata={META: meta}))
     except RecursionError:
         raise too_deep("items") from None
     return out
@@ -196,7 +201,12 @@ def _general(m: Message) -> list[dict[str, Any]]:
         elif isinstance(b, ToolResultBlock):
             flush()
             item = canonical(m.role, (b,), "item")
-            items.append(_output_item(b) if item is None else item)
+            held_output = (
+                item is not None
+                and item.get("type") in PAIRED_OUTPUTS
+                and item.get("call_id") == b.tool_use_id
+            )  # a computer_call_output kept whole; else an output of parts
+            items.append(item if item is not None and held_output else _output_item(b))
         elif (
             isinstance(b, OpaqueBlock) and b.provider == META and b.kind not in _PART_KINDS
         ):  # a whole item held opaque (reasoning, a hosted tool call)

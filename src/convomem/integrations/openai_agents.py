@@ -26,6 +26,10 @@ writer changed it, and extending it with its own appends (``append(...,
 expected_seq=...)``), so a turn does not decode the log again. Another process's write
 is seen at once: the check fails and the log is read again.
 
+With ``budget=N`` the session is memory-managed: ``get_items`` returns the view of a
+``ConversationMemory`` over the same log (pins, a summary of what was evicted, the
+newest items that fit), so what the model reads stays bounded as the log grows.
+
 The SDK's ``Session`` is a structural protocol, so this module imports nothing of the
 SDK at run time: it works (and is importable) without ``openai-agents`` installed; the
 SDK itself comes with ``pip install 'convomem[agents]'``. A sync database is called in
@@ -36,13 +40,14 @@ awaited directly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from .._io import is_async_callable
+from .._io import LoopLock, is_async_callable
 from ..errors import ConcurrentUpdate, ConfigError
 from ..formats.openai_responses import from_responses, to_responses
 from ..model import Message, new_id
+from ..session import ConversationMemory
 from ..stores.base import check_limit
 from ..stores.database import AsyncSessionStore, SessionInfo, SessionStore
 
@@ -63,6 +68,15 @@ class ConvomemSession:
     scope the session as ``db.session`` does (a session written by another user raises
     ``SessionOwnerMismatch``). ``session_settings`` is the SDK's ``SessionSettings``
     (its ``limit`` applies when ``get_items`` is called without one).
+
+    ``budget=N`` makes ``get_items`` return a bounded view instead of the whole history:
+    a ``ConversationMemory`` over the same log (``self.memory``; ``memory_options`` are
+    its other keywords: ``summarizer``, ``tokenizer``, ``pin``...) gives the pinned
+    messages, a summary of what it evicted and the newest items that fit in ``N``
+    tokens, tool calls and their outputs together, rendered back as items. The log keeps
+    every item (a session without ``budget`` on the same store reads them all); a turn
+    costs what is new, not the history. Items are then appended one by one, not as one
+    batch.
     """
 
     def __init__(
@@ -72,7 +86,9 @@ class ConvomemSession:
         *,
         user_id: str | None = None,
         tenant: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
+        budget: int | None = None,
+        memory_options: Mapping[str, Any] | None = None,
     ) -> None:
         opener = getattr(db, "session", None)
         if not callable(opener):
@@ -85,6 +101,22 @@ class ConvomemSession:
         self._async = is_async_callable(self.store.get_items)
         self._cache: list[Message] | None = None
         self._cached_mark: _Mark | None = None
+        self.memory: ConversationMemory | None = None
+        if budget is not None:
+            options = dict(memory_options or {})
+            self.memory = ConversationMemory(budget, store=self.store, **options)
+        elif memory_options:
+            raise ConfigError("memory_options= needs budget= (the bounded view's token budget)")
+        self._lock = LoopLock()
+
+    async def _remember(self, name: str, *args: Any) -> Any:
+        """Call the memory's ``name`` (its async twin over an async store; else in a
+        worker thread), one call at a time per session object."""
+        memory: Any = self.memory
+        async with self._lock.get():
+            if self._async:
+                return await getattr(memory, "a" + name)(*args)
+            return await asyncio.to_thread(getattr(memory, name), *args)
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         method: Callable[..., Any] = getattr(self.store, name)
@@ -117,19 +149,27 @@ class ConvomemSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first; with ``limit``, the newest ``limit``."""
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        settings: Any = self.session_settings
+        if limit is None and settings is not None:  # SessionSettings, or the SDK's dict form
+            limit = settings.get("limit") if isinstance(settings, Mapping) else settings.limit
         check_limit(limit)
-        items = to_responses(await self._messages(limit))
+        if self.memory is not None:
+            items = to_responses(await self._remember("context", "messages"))
+        else:
+            items = to_responses(await self._messages(limit))
         if limit is not None:  # a message written by another writer may give several
             items = items[-limit:] if limit > 0 else []
         return cast("list[TResponseInputItem]", items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append ``items`` atomically; malformed ones raise ``InvalidMessage`` naming the
-        item and field, and nothing is written."""
+        """Append ``items`` (atomically; one by one with ``budget``). Malformed ones raise
+        ``InvalidMessage`` naming the item and field before anything is written."""
         messages = [m.replace(id=new_id()) for m in from_responses(items)]
         if not messages:
+            return
+        if self.memory is not None:
+            for m in messages:  # one append each: the view and its summary follow
+                await self._remember("add_message", m)
             return
         cache, mark = self._cache, self._cached_mark
         self._cache = self._cached_mark = None
@@ -145,9 +185,17 @@ class ConvomemSession:
         self._cache, self._cached_mark = cache, (mark[0], last, mark[2] + len(messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the newest item and return it (None when the session is empty)."""
+        """Remove the newest item and return it (None when the session is empty).
+
+        The store removes its newest message: one item, unless another writer stored a
+        message that renders as several (a native message with text and tool calls),
+        which goes whole; the last of its items is returned."""
         self._cache = self._cached_mark = None
-        message: Message | None = await self._call("pop_item")
+        message: Message | None
+        if self.memory is not None:
+            message = await self._remember("pop")
+        else:
+            message = await self._call("pop_item")
         if message is None:
             return None
         items = to_responses([message])
@@ -156,7 +204,10 @@ class ConvomemSession:
     async def clear_session(self) -> None:
         """Remove every item of the session."""
         self._cache = self._cached_mark = None
-        await self._call("clear_session")
+        if self.memory is not None:
+            await self._remember("clear", False)
+        else:
+            await self._call("clear_session")
 
     def __repr__(self) -> str:
         return f"ConvomemSession({self.session_id!r}, store={self.store!r})"
