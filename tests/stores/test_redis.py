@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -92,6 +93,7 @@ def test_an_unreachable_server_is_transient_and_retried() -> None:
         ("MasterDownError", True),
         ("ReadOnlyError", True),
         ("ResponseError", False),
+        ("AuthenticationError", False),
         ("OutOfMemoryError", False),
     ],
 )
@@ -121,6 +123,35 @@ def test_the_database_shows_no_password(redis_server: RedisServer) -> None:
         assert db.delete_session("s")
     with pytest.raises(StoreError, match="closed"):
         db.session("s").get_items()
+
+
+def test_tls_with_the_servers_ca(tmp_path: Path) -> None:
+    """``rediss://`` verifies the server's certificate: against ``ssl_ca_certs`` it
+    works; without it the failure is a StoreError at once (retrying cannot fix it)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = ("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1")
+    names = ("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1")
+    subprocess.run(
+        ["openssl", *request, "-keyout", str(key), "-out", str(cert), *names],
+        check=True,
+        capture_output=True,
+    )
+    tls_port = free_port()
+    args = ("--tls-port", str(tls_port), "--tls-cert-file", str(cert))
+    args += ("--tls-key-file", str(key), "--tls-auth-clients", "no")
+    server = RedisServer(tmp_path / "tls", args=args).start()
+    try:
+        url = url_of(tls_port, "rediss", ssl_ca_certs=str(cert))
+        with open_store(url) as db:
+            db.session("s").append([msg(0)])
+            assert db.session("s").get_items() == [msg(0)]
+        with pytest.raises(StoreError, match="CERTIFICATE_VERIFY_FAILED") as err:
+            open_store(url_of(tls_port, "rediss"))
+        assert not isinstance(err.value, TransientError)
+        with pytest.raises(ConfigError, match="rediss:// URLs only"):
+            open_store(url_of(server.port, ssl_ca_certs=str(cert)))
+    finally:
+        server.stop()
 
 
 # -- the key layout ---------------------------------------------------------------------

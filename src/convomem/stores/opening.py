@@ -6,8 +6,9 @@ expire), ``ttl_refresh`` (``"write"``, ``"read"`` or ``"never"``), ``retry`` (a
 ``RetryPolicy`` for transient failures) and ``clock`` (epoch seconds, for tests). SQLite
 adds ``busy_timeout`` (seconds, default 5) and ``synchronous`` (``"normal"`` or
 ``"full"``); the async twin ``workers`` (threads, default 4). Redis adds ``prefix`` (of
-every key, default ``convomem``) and ``socket_timeout`` (seconds, default 5). A backend
-is imported only when a URL names it.
+every key, default ``convomem``), ``socket_timeout`` (seconds, default 5) and, for TLS,
+``ssl_ca_certs`` (the CA file that signed the server's certificate; the system's CAs by
+default). A backend is imported only when a URL names it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _FROM_TEXT: Final[dict[str, Callable[[str], Any]]] = {
     "workers": int,
     "prefix": str,
     "socket_timeout": float,
+    "ssl_ca_certs": str,
 }
 
 
@@ -55,8 +57,16 @@ def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) ->
 
 
 _SQLITE: Final = ("ttl", "ttl_refresh", "busy_timeout", "synchronous", "retry", "clock")
-_REDIS: Final = ("ttl", "ttl_refresh", "prefix", "socket_timeout", "retry", "clock")
-_REDIS_SCHEMES: Final = ("redis", "rediss", "redis+cluster")
+_REDIS: Final = (
+    "ttl",
+    "ttl_refresh",
+    "prefix",
+    "socket_timeout",
+    "ssl_ca_certs",
+    "retry",
+    "clock",
+)
+_REDIS_SCHEMES: Final = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 
 
 def open_store(
@@ -70,6 +80,7 @@ def open_store(
     clock: Callable[[], float] | None = None,
     prefix: str | None = None,
     socket_timeout: float | None = None,
+    ssl_ca_certs: str | None = None,
 ) -> StoreDatabase:
     """Open the store database ``url`` names (see ``convomem.stores.url``), creating and
     migrating it when needed; ``ConfigError`` naming the URL for a scheme this version
@@ -86,7 +97,7 @@ def open_store(
     if parsed.scheme in _REDIS_SCHEMES:
         from .redis_store import RedisDatabase
 
-        given |= {"prefix": prefix, "socket_timeout": socket_timeout}
+        given |= {"prefix": prefix, "socket_timeout": socket_timeout, "ssl_ca_certs": ssl_ca_certs}
         return RedisDatabase(parsed.url, **_options(parsed, given, _REDIS))
     from .sqlite import SQLiteDatabase
 
@@ -105,6 +116,7 @@ async def aopen_store(
     workers: int | None = None,
     prefix: str | None = None,
     socket_timeout: float | None = None,
+    ssl_ca_certs: str | None = None,
 ) -> AsyncStoreDatabase:
     """The async twin of ``open_store``: an ``AsyncStoreDatabase``, opened without
     blocking the event loop."""
@@ -121,7 +133,7 @@ async def aopen_store(
     if parsed.scheme in _REDIS_SCHEMES:
         from .redis_async import AsyncRedisDatabase
 
-        given |= {"prefix": prefix, "socket_timeout": socket_timeout}
+        given |= {"prefix": prefix, "socket_timeout": socket_timeout, "ssl_ca_certs": ssl_ca_certs}
         options = _options(parsed, given, (*_REDIS, "workers"))
         redis_db: AsyncStoreDatabase = await AsyncRedisDatabase.open(parsed.url, **options)
         return redis_db

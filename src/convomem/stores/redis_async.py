@@ -48,12 +48,13 @@ class AsyncRedisDatabase:
         ttl: float | TTLPolicy | None = None,
         ttl_refresh: str = "write",
         socket_timeout: float = 5.0,
+        ssl_ca_certs: str | None = None,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.ttl = ttl_policy(ttl, ttl_refresh)
-        self._retry, self._clock, timeout = check_common(retry, clock, socket_timeout)
-        target = parse_target(url, prefix)
+        self._retry, self._clock = check_common(retry, clock)
+        target = parse_target(url, prefix, socket_timeout, ssl_ca_certs)
         self.url = target.shown
         self.prefix = target.prefix
         self._work = ops.Work()
@@ -67,7 +68,7 @@ class AsyncRedisDatabase:
             raise missing_redis() from None
         self._errors: tuple[type[Exception], ...] = (rx.RedisError, rx.RedisClusterException)
         self._noscript = rx.NoScriptError
-        options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        options = dict(target.options)
         self._client: Any
         if target.cluster:
             self._client = RedisCluster.from_url(target.connect, **options)

@@ -11,7 +11,8 @@ Redis:
 Query parameters carry backend options (``?busy_timeout=2.5&ttl=3600``); each backend
 says which it knows, and an unknown one is an error naming it. Redis:
 ``redis://[user:password@]host:port/db``, ``rediss://`` (TLS) and
-``redis+cluster://host:port`` (any node of a Redis Cluster). PostgreSQL
+``redis+cluster://host:port`` (any node of a Redis Cluster; ``rediss+cluster://`` over
+TLS). PostgreSQL
 (``postgresql://``) is recognized and refused with an error saying it is not built yet
 in this version.
 A password in a URL is never repeated in an error message.
@@ -28,7 +29,7 @@ from ..errors import ConfigError
 
 __all__ = ["BUILT_SCHEMES", "NOT_BUILT_SCHEMES", "StoreURL", "parse_store_url", "redact_url"]
 
-BUILT_SCHEMES: Final = ("sqlite", "redis", "rediss", "redis+cluster")
+BUILT_SCHEMES: Final = ("sqlite", "redis", "rediss", "redis+cluster", "rediss+cluster")
 """Schemes this version opens."""
 NOT_BUILT_SCHEMES: Final = ("postgresql", "postgres")
 """Schemes of issue 9's other backends: recognized, and refused until they are built."""
