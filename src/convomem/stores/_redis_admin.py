@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from ..errors import SessionOwnerMismatch
-from . import _redis_lua as lua
+from . import _redis_lua_index as index_lua
 from ._redis_ops import (
     Command,
     Ctx,
@@ -93,12 +93,12 @@ def list_sessions(
 def _unindex(ctx: Ctx, tenant: str, session_id: str, owner: str, order: str) -> Gen[None]:
     everyone, mine, _ = index_keys(ctx.prefix, tenant, owner or None)
     keys = (everyone, mine) if owner else (everyone,)
-    yield Eval(lua.UNINDEX, keys, (session_id, order))
+    yield Eval(index_lua.UNINDEX, keys, (session_id, order))
 
 
 def _delete(ctx: Ctx, key: Key, mode: str) -> Gen[list[Any]]:
     keys = session_keys(ctx.prefix, key.tenant, key.session_id)[:4]
-    reply: list[Any] = yield Eval(lua.DELETE, keys, (repr(ctx.now), key.user_id or "", mode))
+    reply: list[Any] = yield Eval(index_lua.DELETE, keys, (repr(ctx.now), key.user_id or "", mode))
     if reply[0] == b"deleted":
         ctx.work.add(transactions=1)
         yield from _unindex(ctx, key.tenant, key.session_id, _text(reply[2]), _text(reply[3]))
@@ -149,7 +149,7 @@ def sweep(ctx: Ctx) -> Gen[int]:
                 for (sid, order), fields in zip(pairs, metas, strict=True):
                     if fields[5] is None:  # gone (expired natively, or never created)
                         if order <= settled:
-                            yield Eval(lua.UNINDEX, (index,), (sid, str(order)))
+                            yield Eval(index_lua.UNINDEX, (index,), (sid, str(order)))
                             removed += 1
                             swept += index == everyone
                     elif not _alive(ctx, fields):

@@ -1,5 +1,6 @@
-"""The Lua scripts of the Redis store: each session operation is one script, so it is
-atomic (Redis runs a script alone) and costs one round trip.
+"""The Lua scripts of the Redis store that write a session (the reads are in
+``_redis_lua_reads``, the index scripts in ``_redis_lua_index``): each session operation
+is one script, so it is atomic (Redis runs a script alone) and costs one round trip.
 
 A session's keys share one hash tag, so a script touches a single slot and runs
 unchanged on Redis Cluster. Session scripts take ``KEYS = meta, log, data, counts, lock``
@@ -33,11 +34,11 @@ class Script:
     writes: bool
 
 
-def _script(name: str, source: str, *, writes: bool) -> Script:
+def script(name: str, source: str, *, writes: bool) -> Script:
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest(), writes)
 
 
-_HEAD: Final = r"""
+HEAD: Final = r"""
 local M, Z, D, C, L = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local NOW = ARGV[1]
 local now = tonumber(NOW)
@@ -131,9 +132,9 @@ local function rows(zs, with_counts)
 end
 """
 
-APPEND: Final = _script(
+APPEND: Final = script(
     "append",
-    _HEAD
+    HEAD
     + r"""
 -- ARGV[7..12]: expected_seq, expected_version, has_state, state, count, extras; then
 -- each message framed as '<byte length of id>:<id><data>'; then per extra: its message's
@@ -221,9 +222,9 @@ return new_last
     writes=True,
 )
 
-POP: Final = _script(
+POP: Final = script(
     "pop",
-    _HEAD
+    HEAD
     + r"""
 -- ARGV[7], ARGV[8]: the id and seq the caller read as the newest and could decode.
 local r, err = for_write(false)
@@ -244,9 +245,9 @@ return {'ok'}
     writes=True,
 )
 
-TRUNCATE: Final = _script(
+TRUNCATE: Final = script(
     "truncate",
-    _HEAD
+    HEAD
     + r"""
 local r, err = for_write(false)
 if err then return err end
@@ -264,9 +265,9 @@ return {'ok'}
     writes=True,
 )
 
-CLEAR: Final = _script(
+CLEAR: Final = script(
     "clear",
-    _HEAD
+    HEAD
     + r"""
 local r, err = for_write(false)
 if err then return err end
@@ -284,9 +285,9 @@ return {'ok'}
     writes=True,
 )
 
-SAVE_STATE: Final = _script(
+SAVE_STATE: Final = script(
     "save_state",
-    _HEAD
+    HEAD
     + r"""
 -- ARGV[7] '1' with a state (ARGV[8]) or '0' for none; ARGV[9] the expected version.
 local r, err = for_write(false)
@@ -310,9 +311,9 @@ return {'ok', r.sv + 1}
     writes=True,
 )
 
-SET_METADATA: Final = _script(
+SET_METADATA: Final = script(
     "set_metadata",
-    _HEAD
+    HEAD
     + r"""
 local r, err = for_write(true)
 if err then return err end
@@ -322,9 +323,9 @@ return {'ok'}
     writes=True,
 )
 
-SET_COUNTS: Final = _script(
+SET_COUNTS: Final = script(
     "set_counts",
-    _HEAD
+    HEAD
     + r"""
 -- ARGV[7..]: message id, counts JSON, ...; merged into the stored counts.
 local r, err = for_write(false)
@@ -344,150 +345,6 @@ for i = 7, #ARGV, 2 do
 end
 if r then expire_all(r.ea, r.ea) end
 return {'ok'}
-""",
-    writes=True,
-)
-
-READ_ITEMS: Final = _script(
-    "read_items",
-    _HEAD
-    + r"""
--- ARGV[7]: how many of the newest ('' for all).
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-if ARGV[7] == '' then return rows(redis.call('ZRANGE', Z, 0, -1, 'WITHSCORES'), false) end
-local n = tonumber(ARGV[7])
-if n == 0 then return {'ok'} end
-local zs = redis.call('ZREVRANGE', Z, 0, n - 1, 'WITHSCORES')
-local up = {}
-for i = #zs - 1, 1, -2 do up[#up + 1] = zs[i]; up[#up + 1] = zs[i + 1] end
-return rows(up, false)
-""",
-    writes=False,
-)
-
-READ_ENTRIES: Final = _script(
-    "read_entries",
-    _HEAD
-    + r"""
--- ARGV[7] the position ('' from the end), ARGV[8] the limit, ARGV[9] '1' walking back.
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-local lim = tonumber(ARGV[8]) + 1
-local zs
-if ARGV[9] == '1' then
-  local hi = '+inf'
-  if ARGV[7] ~= '' then hi = '(' .. ARGV[7] end
-  zs = redis.call('ZREVRANGEBYSCORE', Z, hi, '-inf', 'WITHSCORES', 'LIMIT', 0, lim)
-else
-  local lo = '-inf'
-  if ARGV[7] ~= '' then lo = '(' .. ARGV[7] end
-  zs = redis.call('ZRANGEBYSCORE', Z, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, lim)
-end
-return rows(zs, true)
-""",
-    writes=False,
-)
-
-READ_META: Final = _script(
-    "read_meta",
-    _HEAD
-    + r"""
--- ARGV[7] '1': the state too.
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-local out = {'ok', r.u, r.ca, r.ua, r.ea, r.md, r.ls, r.n, r.sv}
-if ARGV[7] == '1' then out[#out + 1] = redis.call('HGET', M, 'st') or '' end
-return out
-""",
-    writes=False,
-)
-
-GET_COUNTS: Final = _script(
-    "get_counts",
-    _HEAD
-    + r"""
--- ARGV[7] 'all', or 'some' followed by the message ids.
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-local ids = {}
-if ARGV[7] == 'all' then
-  ids = redis.call('ZRANGE', Z, 0, -1)
-else
-  for i = 8, #ARGV do
-    if redis.call('ZSCORE', Z, ARGV[i]) then ids[#ids + 1] = ARGV[i] end
-  end
-end
-local out = {'ok'}
-for i = 1, #ids, 4000 do
-  local part = {unpack(ids, i, math.min(i + 3999, #ids))}
-  local cs = redis.call('HMGET', C, unpack(part))
-  for j = 1, #part do out[#out + 1] = part[j]; out[#out + 1] = cs[j] or '' end
-end
-return out
-""",
-    writes=False,
-)
-
-DELETE: Final = _script(
-    "delete",
-    r"""
--- KEYS: meta, log, data, counts. ARGV: now, user, mode: 'check' (delete_session: the
--- owner must match when the session is visible), 'erase' (only when user owns it),
--- 'expired' (only when it has expired).
-local M, Z, D, C = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local now, user, mode = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local v = redis.call('HMGET', M, 'u', 'ea', 'o', 'ns')
-if not v[4] then return {'none'} end
-local owner, ea = v[1] or '', v[2] or ''
-local visible = ea == '' or tonumber(ea) > now
-if mode == 'erase' then
-  if owner ~= user then return {'skip'} end
-elseif mode == 'expired' then
-  if visible then return {'skip'} end
-elseif visible and user ~= '' and owner ~= user then
-  return {'owner'}
-end
-redis.call('DEL', M, Z, D, C)
-local shown = 0
-if visible then shown = 1 end
-return {'deleted', shown, owner, v[3] or ''}
-""",
-    writes=True,
-)
-
-REGISTER: Final = _script(
-    "register",
-    r"""
--- KEYS: the tenant's index of sessions, the owner's index, the tenant's set of owners.
--- ARGV: session id, order, owner ('' for none).
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-if ARGV[3] ~= '' then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-  redis.call('SADD', KEYS[3], ARGV[3])
-end
-return 1
-""",
-    writes=True,
-)
-
-UNINDEX: Final = _script(
-    "unindex",
-    r"""
--- KEYS: index keys. ARGV: session id, order. Removes the entry from each index where it
--- still has this order (a session created again since has another, and stays listed).
-local n = 0
-for _, k in ipairs(KEYS) do
-  local s = redis.call('ZSCORE', k, ARGV[1])
-  if s and (ARGV[2] == '' or tonumber(s) == tonumber(ARGV[2])) then
-    n = n + redis.call('ZREM', k, ARGV[1])
-  end
-end
-return n
 """,
     writes=True,
 )

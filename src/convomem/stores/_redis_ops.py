@@ -33,6 +33,8 @@ from ..errors import (
 )
 from ..model import Message
 from . import _redis_lua as lua
+from . import _redis_lua_index as index_lua
+from . import _redis_lua_reads as reads
 from ._sqlite_ops import Key
 from .database import LogEntry, SessionInfo, TTLPolicy
 from .records import EncodedMessage, decode_counts, decode_rows, encode_cursor
@@ -145,7 +147,7 @@ def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) ->
         if status == b"create":
             n = yield Command(("INCR", f"{ctx.prefix}:serial"))
             index = index_keys(ctx.prefix, key.tenant, key.user_id)
-            yield Eval(lua.REGISTER, index, (key.session_id, n, key.user_id or ""))
+            yield Eval(index_lua.REGISTER, index, (key.session_id, n, key.user_id or ""))
             yield Command(("SADD", f"{ctx.prefix}:tenants", tenant_part(key.tenant)))
             order = str(n)
             continue
@@ -170,7 +172,7 @@ def _rows(reply: list[Any]) -> list[tuple[int, Any, Any, Any]]:
 
 def get_items(ctx: Ctx, key: Key, limit: int | None) -> Gen[list[Message]]:
     arg = "" if limit is None else str(limit)
-    reply = yield from session_eval(ctx, key, lua.READ_ITEMS, (arg,))
+    reply = yield from session_eval(ctx, key, reads.READ_ITEMS, (arg,))
     if reply[0] == b"none":
         return []
     rows = _rows(reply)
@@ -182,7 +184,7 @@ def entries(
     ctx: Ctx, key: Key, position: int | None, limit: int, back: bool
 ) -> Gen[tuple[list[LogEntry], str | None]]:
     args = ("" if position is None else str(position), str(limit), "1" if back else "0")
-    reply = yield from session_eval(ctx, key, lua.READ_ENTRIES, args)
+    reply = yield from session_eval(ctx, key, reads.READ_ENTRIES, args)
     if reply[0] == b"none":
         return [], None
     rows = _rows(reply)
@@ -215,7 +217,7 @@ def info_of(session_id: str, tenant: str, f: Sequence[Any]) -> SessionInfo:
 
 
 def read_meta(ctx: Ctx, key: Key, with_state: bool) -> Gen[list[Any] | None]:
-    reply = yield from session_eval(ctx, key, lua.READ_META, ("1" if with_state else "0",))
+    reply = yield from session_eval(ctx, key, reads.READ_META, ("1" if with_state else "0",))
     if reply[0] == b"none":
         return None
     ctx.work.add(rows=1)
@@ -251,7 +253,7 @@ def load_state(ctx: Ctx, key: Key) -> Gen[tuple[dict[str, Any] | None, int]]:
 
 def get_counts(ctx: Ctx, key: Key, ids: list[str] | None) -> Gen[dict[str, dict[str, int]]]:
     args = ("all",) if ids is None else ("some", *ids)
-    reply = yield from session_eval(ctx, key, lua.GET_COUNTS, args)
+    reply = yield from session_eval(ctx, key, reads.GET_COUNTS, args)
     if reply[0] == b"none":
         return {}
     ctx.work.add(rows=1 + (len(reply) - 1) // 2)
