@@ -328,3 +328,30 @@ def test_raw_database_options(redis_server: RedisServer) -> None:
         open_store(url_of(redis_server.port), prefix="x")
     with open_store(url_of(redis_server.port), ttl=5, ttl_refresh="read") as db:
         assert (db.ttl.seconds, db.ttl.refresh) == (5, "read")
+
+
+def test_a_lost_cluster_master_is_transient(tmp_path: Path) -> None:
+    """A master of a cluster goes away (kill -9, no replica to fail over to): calls on
+    its sessions raise TransientError (the policy retries them); sessions on the other
+    masters keep working."""
+    from _servers_redis import start_cluster
+
+    with start_cluster(tmp_path) as nodes:
+        policy = RetryPolicy(stop=stop_after_attempt(2), wait=wait_none())
+        url = url_of(nodes.port, "redis+cluster")
+        with open_store(url, retry=policy, socket_timeout=1) as db:
+            owners: dict[int, str] = {}
+            for k in range(40):
+                sid = f"s{k}"
+                db.session(sid).append([msg(k)])
+                meta = session_keys(db.prefix, "", sid)[0]
+                for node in nodes.servers:
+                    if cli(node.port, "EXISTS", meta) == "1":
+                        owners.setdefault(node.port, sid)
+            assert len(owners) == 3
+            victim = nodes.servers[2]
+            victim.kill()
+            with pytest.raises(TransientError):
+                db.session(owners[victim.port]).get_items()
+            alive = owners[nodes.servers[1].port]
+            assert db.session(alive).get_items() == [msg(int(alive[1:]))]
