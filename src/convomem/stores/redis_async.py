@@ -35,6 +35,30 @@ __all__ = ["AsyncRedisDatabase", "AsyncRedisSession"]
 T = TypeVar("T")
 
 
+_COMMAND_TABLES: dict[str, dict[str, Any]] = {}
+
+
+def _share_command_table(client: Any, where: str) -> None:
+    """The async cluster client reads the server's whole ``COMMAND`` table when it
+    connects (thousands of lines through a pure-Python parser: most of the time it takes
+    to open); databases on the same cluster in one process read it once."""
+    parser = getattr(client, "commands_parser", None)
+    if parser is None or not hasattr(parser, "initialize"):
+        return
+    read = parser.initialize
+
+    async def initialize(node: Any = None) -> None:
+        if node is not None:
+            parser.node = node
+        if where in _COMMAND_TABLES:
+            parser.commands = _COMMAND_TABLES[where]
+            return
+        await read(node)
+        _COMMAND_TABLES[where] = parser.commands
+
+    parser.initialize = initialize
+
+
 class AsyncRedisDatabase:
     """Sessions in one Redis server or cluster, for asyncio; see ``RedisDatabase`` for
     the options. Make one with ``await AsyncRedisDatabase.open(url, ...)`` or ``await
@@ -72,6 +96,7 @@ class AsyncRedisDatabase:
         self._client: Any
         if target.cluster:
             self._client = RedisCluster.from_url(target.connect, **options)
+            _share_command_table(self._client, target.connect)
         else:
             self._client = aredis.Redis.from_url(
                 target.connect, retry=Retry(NoBackoff(), 0), **options
