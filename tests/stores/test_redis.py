@@ -154,6 +154,17 @@ def test_tls_with_the_servers_ca(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_a_prefix_written_by_a_newer_layout_is_refused(redis_server: RedisServer) -> None:
+    url = url_of(redis_server.port)
+    with open_store(url) as db:
+        assert cli(redis_server.port, "GET", f"{db.prefix}:layout") == "1"
+        cli(redis_server.port, "SET", f"{db.prefix}:layout", "2")
+    with pytest.raises(StoreError, match="layout 2, this version reads layout 1"):
+        open_store(url)
+    with pytest.raises(StoreError, match="layout 2"):
+        asyncio.run(aopen_store(url))
+
+
 # -- the key layout ---------------------------------------------------------------------
 
 NAMES = ["s", "a{b}c", "}{", "x:y", "会話 1", "%7B", "_"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ..errors import SessionOwnerMismatch
+from ..errors import SessionOwnerMismatch, StoreError
 from . import _redis_lua_index as index_lua
 from ._redis_ops import (
     Command,
@@ -32,6 +32,8 @@ from ._sqlite_ops import Key
 from .database import SessionInfo
 from .records import encode_cursor
 
+LAYOUT: Final = 1
+"""The key layout this version writes (recorded per prefix in ``<prefix>:layout``)."""
 _META: Final = ("u", "ca", "ua", "ea", "md", "ls", "n", "sv", "o")
 _CHUNK: Final = 500
 
@@ -162,3 +164,14 @@ def sweep(ctx: Ctx) -> Gen[int]:
                 start += _CHUNK - removed
     yield Command(("SET", mark, int(current or 0)))
     return swept
+
+
+def check_layout(ctx: Ctx) -> Gen[None]:
+    """On open: record the layout of a new prefix, refuse one written by a newer
+    version (its keys would be misread); also the first round trip to the server."""
+    found = yield Eval(index_lua.LAYOUT, (f"{ctx.prefix}:layout",), (LAYOUT,))
+    if found is None or int(found) > LAYOUT:
+        raise StoreError(
+            f"prefix {ctx.prefix!r}: its keys have layout {found!r}, this version reads "
+            f"layout {LAYOUT}: upgrade convomem (or use another prefix)"
+        )

@@ -67,3 +67,14 @@ return n
 """,
     writes=True,
 )
+
+LAYOUT: Final = script(
+    "layout",
+    r"""
+-- KEYS: <prefix>:layout. ARGV: this version's layout. Records it on a new prefix;
+-- replies the layout the prefix was written with.
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return tonumber(redis.call('GET', KEYS[1]))
+""",
+    writes=True,
+)

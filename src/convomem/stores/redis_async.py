@@ -18,6 +18,7 @@ from ..errors import StoreError
 from ..model import Message
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
+from ._redis_admin import check_layout
 from ._redis_calls import (
     RedisCalls,
     delete_session_op,
@@ -108,14 +109,11 @@ class AsyncRedisDatabase:
         the options every async backend takes, and unused: asyncio needs no threads."""
         db = cls(url, **options)
         try:
-            await db._run(lambda ctx: db._ping())
+            await db._run(check_layout)
         except BaseException:
             await db.aclose()
             raise
         return db
-
-    def _ping(self) -> ops.Gen[None]:
-        yield ops.Command(("PING",))
 
     def _where(self) -> str:
         return f"redis {self.url}"

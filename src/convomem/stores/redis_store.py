@@ -43,6 +43,7 @@ from ..errors import ConfigError, MissingDependency, StoreError
 from ..model import Message
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
+from ._redis_admin import check_layout
 from ._redis_calls import (
     RedisCalls,
     Target,
@@ -124,12 +125,9 @@ class RedisDatabase:
                 # No retries inside redis-py: the RetryPolicy decides, once.
                 options["retry"] = Retry(NoBackoff(), 0)
                 self._client = redis.Redis.from_url(self._target.connect, **options)
-            self._retry.call(self._attempt, lambda ctx: self._ping())
+            self._retry.call(self._attempt, check_layout)
         except self._errors as exc:
             raise translate(exc, self._where()) from exc
-
-    def _ping(self) -> ops.Gen[None]:
-        yield ops.Command(("PING",))
 
     def _where(self) -> str:
         return f"redis {self.url}"
