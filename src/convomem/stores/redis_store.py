@@ -17,7 +17,11 @@
   invisible at once), and every key of the session gets a native expiry (``PEXPIRE``)
   at the same moment, so Redis removes expired sessions by itself.
 - **Durability** is the server's: with ``appendonly yes`` (and ``appendfsync
-  everysec`` or ``always``) an acknowledged append survives a restart.
+  everysec`` or ``always``) an acknowledged append survives a restart. Erased data
+  (``erase_user``, ``delete_session``) leaves memory at once but stays in the AOF and
+  RDB files until the server next rewrites them (``BGREWRITEAOF``, ``BGSAVE``).
+- **Maintenance.** ``sweep()`` reads every index entry of the prefix (pipelined): run
+  it from a periodic job, not per request.
 - **A session lock.** While the key ``<prefix>:{tenant:session}:lock`` exists (an
   operator's ``SET ... PX <ms>`` during maintenance), writes to the session fail with a
   ``TransientError`` and are retried by the ``RetryPolicy``.
