@@ -3,8 +3,10 @@
 is one script, so it is atomic (Redis runs a script alone) and costs one round trip.
 
 A session's keys share one hash tag, so a script touches a single slot and runs
-unchanged on Redis Cluster. Session scripts take ``KEYS = meta, log, data, counts, lock``
-and a common head of ``ARGV``: ``now`` (the caller's clock, epoch seconds), ``user``
+unchanged on Redis Cluster. Session scripts take ``KEYS[1]``, the meta key (the others
+are the same name with another last part: same tag, same slot; fewer arguments are
+cheaper to send) and in ``ARGV[1]`` a common head, one value per line: ``now`` (the
+caller's clock, epoch seconds), ``user``
 (``''``: an administrative handle), ``new_ea`` (the expiry a write or read sets; ``''``:
 none), ``on_write``, ``on_read`` (``'1'``/``'0'``: what refreshes the expiry) and
 ``order`` (the listing order a creation records; ``''``: the script may not create and
@@ -39,11 +41,20 @@ def script(name: str, source: str, *, writes: bool) -> Script:
 
 
 HEAD: Final = r"""
-local M, Z, D, C, L = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local NOW = ARGV[1]
+local function split(s)
+  local out = {}
+  for part in string.gmatch(s .. '\n', '([^\n]*)\n') do out[#out + 1] = part end
+  return out
+end
+
+local M = KEYS[1]
+local base = string.sub(M, 1, -2)
+local Z, D, C, L = base .. 'z', base .. 'd', base .. 'c', base .. 'lock'
+local H = split(ARGV[1])
+local NOW = H[1]
 local now = tonumber(NOW)
-local user, new_ea, order = ARGV[2], ARGV[3], ARGV[6]
-local on_write, on_read = ARGV[4] == '1', ARGV[5] == '1'
+local user, new_ea, order = H[2], H[3], H[6]
+local on_write, on_read = H[4] == '1', H[5] == '1'
 
 local function bulk(cmd, key, items)
   for i = 1, #items, 4000 do
@@ -136,13 +147,15 @@ APPEND: Final = script(
     "append",
     HEAD
     + r"""
--- ARGV[7..12]: expected_seq, expected_version, has_state, state, count, extras; then
--- each message framed as '<byte length of id>:<id><data>'; then per extra: its message's
+-- ARGV[2]: expected_seq, expected_version, has_state, count, extras (one per line);
+-- ARGV[3] the state; then each message framed as '<byte length of id>:<id><data>';
+-- then per extra: its message's
 -- index (from 0), its counts ('' for none) and alt ('' or stored bytes the caller found
 -- equal to the data). Replies the seq of the batch's last message (a number: the common
 -- reply, the cheapest).
-local eseq, ever, has_state, state = ARGV[7], ARGV[8], ARGV[9] == '1', ARGV[10]
-local count, extras = tonumber(ARGV[11]), tonumber(ARGV[12])
+local P = split(ARGV[2])
+local eseq, ever, has_state, state = P[1], P[2], P[3] == '1', ARGV[3]
+local count, extras = tonumber(P[4]), tonumber(P[5])
 local r, err = for_write(false)
 if err then return err end
 local last = r and r.ls or 0
@@ -158,14 +171,14 @@ if not r or (count == 0 and not has_state) then
 end
 local ids, datas, counts, alts = {}, {}, {}, {}
 for i = 1, count do
-  local a = ARGV[12 + i]
+  local a = ARGV[3 + i]
   local c = string.find(a, ':', 1, true)
   local n = tonumber(string.sub(a, 1, c - 1))
   ids[i] = string.sub(a, c + 1, c + n)
   datas[i] = string.sub(a, c + n + 1)
 end
 for j = 0, extras - 1 do
-  local b = 13 + count + j * 3
+  local b = 4 + count + j * 3
   local i = tonumber(ARGV[b]) + 1
   counts[i] = ARGV[b + 1]
   alts[i] = ARGV[b + 2]
@@ -226,14 +239,14 @@ POP: Final = script(
     "pop",
     HEAD
     + r"""
--- ARGV[7], ARGV[8]: the id and seq the caller read as the newest and could decode.
+-- ARGV[2], ARGV[3]: the id and seq the caller read as the newest and could decode.
 local r, err = for_write(false)
 if err then return err end
 if not r then return {'none'} end
 local top = redis.call('ZREVRANGE', Z, 0, 0, 'WITHSCORES')
 if #top == 0 then return {'none'} end
 local id, seq = top[1], tonumber(top[2])
-if ARGV[7] ~= id or tonumber(ARGV[8]) ~= seq then
+if ARGV[2] ~= id or tonumber(ARGV[3]) ~= seq then
   return {'peek', seq, id, redis.call('HGET', D, id) or ''}
 end
 redis.call('ZREM', Z, id)
@@ -251,7 +264,7 @@ TRUNCATE: Final = script(
     + r"""
 local r, err = for_write(false)
 if err then return err end
-local keep = tonumber(ARGV[7])
+local keep = tonumber(ARGV[2])
 if not r or keep >= r.n then return {'ok'} end
 local cut = 0
 if keep > 0 then cut = tonumber(redis.call('ZRANGE', Z, keep - 1, keep - 1, 'WITHSCORES')[2]) end
@@ -289,10 +302,10 @@ SAVE_STATE: Final = script(
     "save_state",
     HEAD
     + r"""
--- ARGV[7] '1' with a state (ARGV[8]) or '0' for none; ARGV[9] the expected version.
+-- ARGV[2] '1' with a state (ARGV[3]) or '0' for none; ARGV[4] the expected version.
 local r, err = for_write(false)
 if err then return err end
-local ev = tonumber(ARGV[9])
+local ev = tonumber(ARGV[4])
 local v = r and r.sv or 0
 if v ~= ev then return {'cas', 'state_version', ev, v} end
 if not r then
@@ -300,8 +313,8 @@ if not r then
   if err then return err end
 end
 local f = {'sv', r.sv + 1}
-if ARGV[7] == '1' then
-  f[#f + 1] = 'st'; f[#f + 1] = ARGV[8]
+if ARGV[2] == '1' then
+  f[#f + 1] = 'st'; f[#f + 1] = ARGV[3]
 else
   redis.call('HDEL', M, 'st')
 end
@@ -317,7 +330,7 @@ SET_METADATA: Final = script(
     + r"""
 local r, err = for_write(true)
 if err then return err end
-touch(r, {'md', ARGV[7]})
+touch(r, {'md', ARGV[2]})
 return {'ok'}
 """,
     writes=True,
@@ -327,13 +340,13 @@ SET_COUNTS: Final = script(
     "set_counts",
     HEAD
     + r"""
--- ARGV[7..]: message id, counts JSON, ...; merged into the stored counts.
+-- ARGV[2..]: message id, counts JSON, ...; merged into the stored counts.
 local r, err = for_write(false)
 if err then return err end
-for i = 7, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   if not r or not redis.call('ZSCORE', Z, ARGV[i]) then return {'missing', ARGV[i]} end
 end
-for i = 7, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local ok, old = pcall(cjson.decode, redis.call('HGET', C, ARGV[i]) or '{}')
   if not ok or type(old) ~= 'table' then old = {} end
   for k, n in pairs(cjson.decode(ARGV[i + 1])) do old[k] = n end

@@ -12,12 +12,12 @@ READ_ITEMS: Final = script(
     "read_items",
     HEAD
     + r"""
--- ARGV[7]: how many of the newest ('' for all).
+-- ARGV[2]: how many of the newest ('' for all).
 local r, err = for_read()
 if err then return err end
 if not r then return {'none'} end
-if ARGV[7] == '' then return rows(redis.call('ZRANGE', Z, 0, -1, 'WITHSCORES'), false) end
-local n = tonumber(ARGV[7])
+if ARGV[2] == '' then return rows(redis.call('ZRANGE', Z, 0, -1, 'WITHSCORES'), false) end
+local n = tonumber(ARGV[2])
 if n == 0 then return {'ok'} end
 local zs = redis.call('ZREVRANGE', Z, 0, n - 1, 'WITHSCORES')
 local up = {}
@@ -31,19 +31,19 @@ READ_ENTRIES: Final = script(
     "read_entries",
     HEAD
     + r"""
--- ARGV[7] the position ('' from the end), ARGV[8] the limit, ARGV[9] '1' walking back.
+-- ARGV[2] the position ('' from the end), ARGV[3] the limit, ARGV[4] '1' walking back.
 local r, err = for_read()
 if err then return err end
 if not r then return {'none'} end
-local lim = tonumber(ARGV[8]) + 1
+local lim = tonumber(ARGV[3]) + 1
 local zs
-if ARGV[9] == '1' then
+if ARGV[4] == '1' then
   local hi = '+inf'
-  if ARGV[7] ~= '' then hi = '(' .. ARGV[7] end
+  if ARGV[2] ~= '' then hi = '(' .. ARGV[2] end
   zs = redis.call('ZREVRANGEBYSCORE', Z, hi, '-inf', 'WITHSCORES', 'LIMIT', 0, lim)
 else
   local lo = '-inf'
-  if ARGV[7] ~= '' then lo = '(' .. ARGV[7] end
+  if ARGV[2] ~= '' then lo = '(' .. ARGV[2] end
   zs = redis.call('ZRANGEBYSCORE', Z, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, lim)
 end
 return rows(zs, true)
@@ -55,12 +55,12 @@ READ_META: Final = script(
     "read_meta",
     HEAD
     + r"""
--- ARGV[7] '1': the state too.
+-- ARGV[2] '1': the state too.
 local r, err = for_read()
 if err then return err end
 if not r then return {'none'} end
 local out = {'ok', r.u, r.ca, r.ua, r.ea, r.md, r.ls, r.n, r.sv}
-if ARGV[7] == '1' then out[#out + 1] = redis.call('HGET', M, 'st') or '' end
+if ARGV[2] == '1' then out[#out + 1] = redis.call('HGET', M, 'st') or '' end
 return out
 """,
     writes=False,
@@ -70,15 +70,15 @@ GET_COUNTS: Final = script(
     "get_counts",
     HEAD
     + r"""
--- ARGV[7] 'all', or 'some' followed by the message ids.
+-- ARGV[2] 'all', or 'some' followed by the message ids.
 local r, err = for_read()
 if err then return err end
 if not r then return {'none'} end
 local ids = {}
-if ARGV[7] == 'all' then
+if ARGV[2] == 'all' then
   ids = redis.call('ZRANGE', Z, 0, -1)
 else
-  for i = 8, #ARGV do
+  for i = 3, #ARGV do
     if redis.call('ZSCORE', Z, ARGV[i]) then ids[#ids + 1] = ARGV[i] end
   end
 end

@@ -120,15 +120,19 @@ def _text(raw: Any) -> str:
     return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 
 
-def _head(ctx: Ctx, key: Key, order: str) -> tuple[str, ...]:
+def _head(ctx: Ctx, key: Key, order: str) -> str:
+    """The common head of a session script's arguments, one value per line (no value
+    holds a newline: names have no control characters)."""
     ea = ctx.ttl.expires_at(ctx.now)
-    return (
-        repr(float(ctx.now)),
-        key.user_id or "",
-        "" if ea is None else repr(float(ea)),
-        "1" if ctx.ttl.on_write else "0",
-        "1" if ctx.ttl.on_read else "0",
-        order,
+    return "\n".join(
+        (
+            repr(float(ctx.now)),
+            key.user_id or "",
+            "" if ea is None else repr(float(ea)),
+            "1" if ctx.ttl.on_write else "0",
+            "1" if ctx.ttl.on_read else "0",
+            order,
+        )
     )
 
 
@@ -139,7 +143,7 @@ def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) ->
     keys = session_keys(ctx.prefix, key.tenant, key.session_id)
     order = ""
     while True:
-        reply: Any = yield Eval(script, keys, (*_head(ctx, key, order), *args))
+        reply: Any = yield Eval(script, keys[:1], (_head(ctx, key, order), *args))
         if isinstance(reply, int):  # an append's seq
             ctx.work.add(transactions=1)
             return reply
@@ -293,11 +297,10 @@ def append(
 ) -> Gen[int]:
     alts: dict[int, bytes] = {}
     framed = [_frame(m) for m in batch]
-    head = (
+    fixed = (
         "" if expected_seq is None else str(expected_seq),
         "" if expected_version is None else str(expected_version),
         "0" if state is None else "1",
-        state or "",
         str(len(batch)),
     )
     while True:
@@ -306,7 +309,8 @@ def append(
             for i, m in enumerate(batch):
                 if m.id in counts or i in alts:
                     extras += (i, counts.get(m.id, ""), alts.get(i, ""))
-        args = (*head, len(extras) // 3, *framed, *extras)
+        head = "\n".join((*fixed, str(len(extras) // 3)))
+        args = (head, state or "", *framed, *extras)
         reply = yield from session_eval(ctx, key, lua.APPEND, args)
         if isinstance(reply, int):
             return reply
