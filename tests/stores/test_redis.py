@@ -219,6 +219,21 @@ def test_sweep_drops_the_entries_of_sessions_redis_expired(redis_server: RedisSe
         assert db.sweep() == 0
 
 
+def test_a_listing_behind_many_gone_sessions_reads_in_few_round_trips(
+    redis_server: RedisServer,
+) -> None:
+    with open_store(url_of(redis_server.port)) as db:
+        db.session("old", user_id="u").append([msg(0)])
+        for k in range(60):
+            db.session(f"gone{k}", user_id="u").append([msg(k)])
+            cli(redis_server.port, "DEL", session_keys(db.prefix, "", f"gone{k}")[0])
+        before = db.stats().statements
+        page, cursor = db.sessions(user_id="u", limit=1)
+        assert [i.session_id for i in page] == ["old"] and cursor is None
+        # One HMGET per entry (pipelined) and a few index reads, not one read per entry.
+        assert db.stats().statements - before <= 61 + 8
+
+
 def test_a_held_lock_fails_writes_only(redis_server: RedisServer) -> None:
     policy = RetryPolicy(stop=stop_after_attempt(2), wait=wait_none())
     with open_store(url_of(redis_server.port), retry=policy) as db:

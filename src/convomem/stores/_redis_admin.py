@@ -71,16 +71,18 @@ def list_sessions(
     index = index_keys(ctx.prefix, tenant, user_id)[1]
     found: list[tuple[int, SessionInfo]] = []
     bound = before
+    skipped = 0
     while len(found) <= limit:
-        want = limit + 1 - len(found)
+        # Skipped entries (sessions gone, not swept yet) widen the next read, so a page
+        # behind many of them takes a few round trips, not one per entry.
+        want = min(limit + 1 - len(found) + skipped, 10 * (limit + 1))
         hi = "+inf" if bound is None else f"({bound}"
         raw = yield Command(("ZREVRANGEBYSCORE", index, hi, "-inf", "WITHSCORES", "LIMIT", 0, want))
         pairs = _pairs(raw)
         metas = yield from _metas(ctx, tenant, [sid for sid, _ in pairs])
         for (sid, order), fields in zip(pairs, metas, strict=True):
-            if not _alive(ctx, fields):
-                continue
-            if user_id is not None and _text(fields[0]) != user_id:
+            if not _alive(ctx, fields) or (user_id is not None and _text(fields[0]) != user_id):
+                skipped += 1
                 continue
             found.append((order, info_of(sid, tenant, fields)))
         if len(pairs) < want:
