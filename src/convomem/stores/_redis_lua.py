@@ -42,9 +42,13 @@ def script(name: str, source: str, *, writes: bool) -> Script:
 
 HEAD: Final = r"""
 local function split(s)
-  local out = {}
-  for part in string.gmatch(s .. '\n', '([^\n]*)\n') do out[#out + 1] = part end
-  return out
+  local out, i = {}, 1
+  while true do
+    local j = string.find(s, '\n', i, true)
+    if not j then out[#out + 1] = string.sub(s, i); return out end
+    out[#out + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
 end
 
 local M = KEYS[1]
