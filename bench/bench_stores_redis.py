@@ -9,6 +9,10 @@ timing):
   idempotency check, seqs, the compare-and-sets, the log, data and counts) against the
   floor ``RPUSH key data...`` of the same messages serialized the same way
   (``json.dumps(m.to_dict())``), one command per batch. Target: within 1.5x.
+- **peer: the OpenAI Agents SDK's RedisSession** (when ``openai-agents`` is installed):
+  one agent turn at 10,000 messages, ``get_items()`` (the whole history, as the SDK's
+  ``Runner`` reads it) then ``add_items`` of 2 items, through the SDK's ``RedisSession``
+  and through the async convomem store (``aopen_store``); also with ``limit=100``.
 - **reopen and read the newest 100 of a 100,000-message session**: ``open_store(url)``
   then ``page(None, 100, newest_first=True)`` (decoded ``Message`` s) against a new
   raw client, ``LRANGE key -100 -1`` and the same decoding. Target: within 3x.
@@ -20,6 +24,7 @@ timing):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import shutil
@@ -161,6 +166,41 @@ def bench_reopen(url: str, n: int, repeats: int) -> tuple[float, float]:
     return min(ours), min(raw)
 
 
+async def bench_peer_turns(url: str, n: int, turns: int, limit: int | None) -> tuple[float, float]:
+    """Seconds per turn: convomem's async store, the SDK's RedisSession."""
+    from agents.extensions.memory.redis_session import RedisSession
+
+    from convomem.stores import aopen_store
+
+    items = [{"role": "user", "content": f"message {i} " * 8} for i in range(n + 2 * turns)]
+    log = [Message(f"p-{i}", "user", content=it["content"]) for i, it in enumerate(items)]
+    peer = RedisSession.from_url("peer", url=url, key_prefix=f"sdk{uuid.uuid4().hex[:6]}")
+    db = await aopen_store(url, prefix=f"bench{uuid.uuid4().hex[:6]}")
+    ours = db.session("turns", user_id="u")
+    for i in range(0, n, 5000):
+        await ours.append(log[i : min(n, i + 5000)])
+        await peer.add_items(items[i : min(n, i + 5000)])
+    await ours.get_items(1)  # load the scripts
+    ours_times: list[float] = []
+    peer_times: list[float] = []
+    for t in range(turns):
+        k = n + 2 * t
+        start = time.perf_counter()
+        got = await ours.get_items(limit)
+        await ours.append(log[k : k + 2])
+        ours_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        seen = await peer.get_items(limit)
+        await peer.add_items(items[k : k + 2])
+        peer_times.append(time.perf_counter() - start)
+        assert len(got) == len(seen)
+    await peer.clear_session()
+    await peer.close()
+    await db.delete_session("turns")
+    await db.aclose()
+    return min(ours_times), min(peer_times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=None, help="a running server (default: start one)")
@@ -183,6 +223,19 @@ def main() -> None:
                 f"batches of {batch}: server time per message {ours_server:.1f}us (script) "
                 f"vs {raw_server:.1f}us (RPUSH)"
             )
+        try:
+            import agents  # noqa: F401
+        except ImportError:
+            notes.append("openai-agents not installed: no SDK peer")
+        else:
+            for limit in (None, 100):
+                ours, peer = asyncio.run(bench_peer_turns(url, 10_000, 20, limit))
+                what = "all" if limit is None else f"newest {limit}"
+                notes.append(
+                    f"agent turn at 10,000 messages (get_items {what} + add 2): convomem "
+                    f"{ours * 1e3:.2f}ms, SDK RedisSession {peer * 1e3:.2f}ms "
+                    f"({ours / peer:.2f}x)"
+                )
         ours, raw = bench_reopen(url, args.messages, args.repeats)
         rows.append((f"reopen + newest 100 of {args.messages:,}", ours, raw, 3.0))
         for name, a, b, target in rows:

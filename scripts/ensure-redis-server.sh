@@ -3,17 +3,19 @@
 # Debian package when the binaries are missing (CI runs as root on a fresh machine);
 # otherwise say what to do. Nothing happens when redis-server is already installed.
 set -e
-if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+# openssl makes the certificate of the TLS test.
+if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 &&
+    command -v openssl >/dev/null 2>&1; then
     exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing redis-server (apt-get) for the Redis store tests"
-    apt-get install -y -q redis-server >/dev/null 2>&1 || {
-        apt-get update -q >/dev/null && apt-get install -y -q redis-server >/dev/null
+    apt-get install -y -q redis-server openssl >/dev/null 2>&1 || {
+        apt-get update -q >/dev/null && apt-get install -y -q redis-server openssl >/dev/null
     }
     # The package's own service is not needed: the tests start their own servers.
     if command -v service >/dev/null 2>&1; then service redis-server stop >/dev/null 2>&1 || true; fi
     exit 0
 fi
-echo "redis-server is missing: install it (e.g. sudo apt-get install redis-server)" >&2
+echo "redis-server or openssl is missing: install them (sudo apt-get install redis-server openssl)" >&2
 exit 1

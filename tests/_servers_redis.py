@@ -125,9 +125,9 @@ class RedisClusterNodes:
         return self.servers[0].port
 
 
-@pytest.fixture(scope="session")
-def redis_cluster_nodes() -> Iterator[RedisClusterNodes]:
-    base = Path(tempfile.mkdtemp(prefix="convomem-redis-cluster-"))
+@contextlib.contextmanager
+def start_cluster(base: Path) -> Iterator[RedisClusterNodes]:
+    """Three masters on loopback, joined with ``redis-cli --cluster create``."""
     args = ("--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--appendonly", "no")
     servers: list[RedisServer] = []
     try:
@@ -152,4 +152,13 @@ def redis_cluster_nodes() -> Iterator[RedisClusterNodes]:
     finally:
         for s in servers:
             s.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_nodes() -> Iterator[RedisClusterNodes]:
+    base = Path(tempfile.mkdtemp(prefix="convomem-redis-cluster-"))
+    try:
+        with start_cluster(base) as nodes:
+            yield nodes
+    finally:
         shutil.rmtree(base, ignore_errors=True)

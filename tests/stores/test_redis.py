@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -92,6 +93,7 @@ def test_an_unreachable_server_is_transient_and_retried() -> None:
         ("MasterDownError", True),
         ("ReadOnlyError", True),
         ("ResponseError", False),
+        ("AuthenticationError", False),
         ("OutOfMemoryError", False),
     ],
 )
@@ -121,6 +123,46 @@ def test_the_database_shows_no_password(redis_server: RedisServer) -> None:
         assert db.delete_session("s")
     with pytest.raises(StoreError, match="closed"):
         db.session("s").get_items()
+
+
+def test_tls_with_the_servers_ca(tmp_path: Path) -> None:
+    """``rediss://`` verifies the server's certificate: against ``ssl_ca_certs`` it
+    works; without it the failure is a StoreError at once (retrying cannot fix it)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = ("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1")
+    names = ("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1")
+    subprocess.run(
+        ["openssl", *request, "-keyout", str(key), "-out", str(cert), *names],
+        check=True,
+        capture_output=True,
+    )
+    tls_port = free_port()
+    args = ("--tls-port", str(tls_port), "--tls-cert-file", str(cert))
+    args += ("--tls-key-file", str(key), "--tls-auth-clients", "no")
+    server = RedisServer(tmp_path / "tls", args=args).start()
+    try:
+        url = url_of(tls_port, "rediss", ssl_ca_certs=str(cert))
+        with open_store(url) as db:
+            db.session("s").append([msg(0)])
+            assert db.session("s").get_items() == [msg(0)]
+        with pytest.raises(StoreError, match="CERTIFICATE_VERIFY_FAILED") as err:
+            open_store(url_of(tls_port, "rediss"))
+        assert not isinstance(err.value, TransientError)
+        with pytest.raises(ConfigError, match="rediss:// URLs only"):
+            open_store(url_of(server.port, ssl_ca_certs=str(cert)))
+    finally:
+        server.stop()
+
+
+def test_a_prefix_written_by_a_newer_layout_is_refused(redis_server: RedisServer) -> None:
+    url = url_of(redis_server.port)
+    with open_store(url) as db:
+        assert cli(redis_server.port, "GET", f"{db.prefix}:layout") == "1"
+        cli(redis_server.port, "SET", f"{db.prefix}:layout", "2")
+    with pytest.raises(StoreError, match="layout 2, this version reads layout 1"):
+        open_store(url)
+    with pytest.raises(StoreError, match="layout 2"):
+        asyncio.run(aopen_store(url))
 
 
 # -- the key layout ---------------------------------------------------------------------
@@ -175,6 +217,21 @@ def test_sweep_drops_the_entries_of_sessions_redis_expired(redis_server: RedisSe
         for index in (everyone, mine):
             assert cli(redis_server.port, "ZRANGE", index, "0", "-1").split() == ["kept", "new"]
         assert db.sweep() == 0
+
+
+def test_a_listing_behind_many_gone_sessions_reads_in_few_round_trips(
+    redis_server: RedisServer,
+) -> None:
+    with open_store(url_of(redis_server.port)) as db:
+        db.session("old", user_id="u").append([msg(0)])
+        for k in range(60):
+            db.session(f"gone{k}", user_id="u").append([msg(k)])
+            cli(redis_server.port, "DEL", session_keys(db.prefix, "", f"gone{k}")[0])
+        before = db.stats().statements
+        page, cursor = db.sessions(user_id="u", limit=1)
+        assert [i.session_id for i in page] == ["old"] and cursor is None
+        # One HMGET per entry (pipelined) and a few index reads, not one read per entry.
+        assert db.stats().statements - before <= 61 + 8
 
 
 def test_a_held_lock_fails_writes_only(redis_server: RedisServer) -> None:
@@ -297,3 +354,30 @@ def test_raw_database_options(redis_server: RedisServer) -> None:
         open_store(url_of(redis_server.port), prefix="x")
     with open_store(url_of(redis_server.port), ttl=5, ttl_refresh="read") as db:
         assert (db.ttl.seconds, db.ttl.refresh) == (5, "read")
+
+
+def test_a_lost_cluster_master_is_transient(tmp_path: Path) -> None:
+    """A master of a cluster goes away (kill -9, no replica to fail over to): calls on
+    its sessions raise TransientError (the policy retries them); sessions on the other
+    masters keep working."""
+    from _servers_redis import start_cluster
+
+    with start_cluster(tmp_path) as nodes:
+        policy = RetryPolicy(stop=stop_after_attempt(2), wait=wait_none())
+        url = url_of(nodes.port, "redis+cluster")
+        with open_store(url, retry=policy, socket_timeout=1) as db:
+            owners: dict[int, str] = {}
+            for k in range(40):
+                sid = f"s{k}"
+                db.session(sid).append([msg(k)])
+                meta = session_keys(db.prefix, "", sid)[0]
+                for node in nodes.servers:
+                    if cli(node.port, "EXISTS", meta) == "1":
+                        owners.setdefault(node.port, sid)
+            assert len(owners) == 3
+            victim = nodes.servers[2]
+            victim.kill()
+            with pytest.raises(TransientError):
+                db.session(owners[victim.port]).get_items()
+            alive = owners[nodes.servers[1].port]
+            assert db.session(alive).get_items() == [msg(int(alive[1:]))]

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ..errors import SessionOwnerMismatch
-from . import _redis_lua as lua
+from ..errors import SessionOwnerMismatch, StoreError
+from . import _redis_lua_index as index_lua
 from ._redis_ops import (
     Command,
     Ctx,
@@ -32,6 +32,8 @@ from ._sqlite_ops import Key
 from .database import SessionInfo
 from .records import encode_cursor
 
+LAYOUT: Final = 1
+"""The key layout this version writes (recorded per prefix in ``<prefix>:layout``)."""
 _META: Final = ("u", "ca", "ua", "ea", "md", "ls", "n", "sv", "o")
 _CHUNK: Final = 500
 
@@ -69,16 +71,18 @@ def list_sessions(
     index = index_keys(ctx.prefix, tenant, user_id)[1]
     found: list[tuple[int, SessionInfo]] = []
     bound = before
+    skipped = 0
     while len(found) <= limit:
-        want = limit + 1 - len(found)
+        # Skipped entries (sessions gone, not swept yet) widen the next read, so a page
+        # behind many of them takes a few round trips, not one per entry.
+        want = min(limit + 1 - len(found) + skipped, 10 * (limit + 1))
         hi = "+inf" if bound is None else f"({bound}"
         raw = yield Command(("ZREVRANGEBYSCORE", index, hi, "-inf", "WITHSCORES", "LIMIT", 0, want))
         pairs = _pairs(raw)
         metas = yield from _metas(ctx, tenant, [sid for sid, _ in pairs])
         for (sid, order), fields in zip(pairs, metas, strict=True):
-            if not _alive(ctx, fields):
-                continue
-            if user_id is not None and _text(fields[0]) != user_id:
+            if not _alive(ctx, fields) or (user_id is not None and _text(fields[0]) != user_id):
+                skipped += 1
                 continue
             found.append((order, info_of(sid, tenant, fields)))
         if len(pairs) < want:
@@ -93,12 +97,12 @@ def list_sessions(
 def _unindex(ctx: Ctx, tenant: str, session_id: str, owner: str, order: str) -> Gen[None]:
     everyone, mine, _ = index_keys(ctx.prefix, tenant, owner or None)
     keys = (everyone, mine) if owner else (everyone,)
-    yield Eval(lua.UNINDEX, keys, (session_id, order))
+    yield Eval(index_lua.UNINDEX, keys, (session_id, order))
 
 
 def _delete(ctx: Ctx, key: Key, mode: str) -> Gen[list[Any]]:
     keys = session_keys(ctx.prefix, key.tenant, key.session_id)[:4]
-    reply: list[Any] = yield Eval(lua.DELETE, keys, (repr(ctx.now), key.user_id or "", mode))
+    reply: list[Any] = yield Eval(index_lua.DELETE, keys, (repr(ctx.now), key.user_id or "", mode))
     if reply[0] == b"deleted":
         ctx.work.add(transactions=1)
         yield from _unindex(ctx, key.tenant, key.session_id, _text(reply[2]), _text(reply[3]))
@@ -149,7 +153,7 @@ def sweep(ctx: Ctx) -> Gen[int]:
                 for (sid, order), fields in zip(pairs, metas, strict=True):
                     if fields[5] is None:  # gone (expired natively, or never created)
                         if order <= settled:
-                            yield Eval(lua.UNINDEX, (index,), (sid, str(order)))
+                            yield Eval(index_lua.UNINDEX, (index,), (sid, str(order)))
                             removed += 1
                             swept += index == everyone
                     elif not _alive(ctx, fields):
@@ -162,3 +166,14 @@ def sweep(ctx: Ctx) -> Gen[int]:
                 start += _CHUNK - removed
     yield Command(("SET", mark, int(current or 0)))
     return swept
+
+
+def check_layout(ctx: Ctx) -> Gen[None]:
+    """On open: record the layout of a new prefix, refuse one written by a newer
+    version (its keys would be misread); also the first round trip to the server."""
+    found = yield Eval(index_lua.LAYOUT, (f"{ctx.prefix}:layout",), (LAYOUT,))
+    if found is None or int(found) > LAYOUT:
+        raise StoreError(
+            f"prefix {ctx.prefix!r}: its keys have layout {found!r}, this version reads "
+            f"layout {LAYOUT}: upgrade convomem (or use another prefix)"
+        )

@@ -47,9 +47,11 @@ class Target:
     cluster: bool
     shown: str
     prefix: str
+    options: dict[str, Any]
+    """redis-py connection options."""
 
 
-def parse_target(url: str, prefix: object) -> Target:
+def parse_target(url: str, prefix: object, socket_timeout: object, ssl_ca_certs: object) -> Target:
     """The connection of a ``redis://``, ``rediss://`` or ``redis+cluster://`` URL (its
     query was read by ``open_store``); ``ConfigError`` naming the URL (password hidden)."""
     shown = redact_url(url)
@@ -58,7 +60,8 @@ def parse_target(url: str, prefix: object) -> Target:
     path = parts.path.strip("/")
     if path and not path.isdigit():
         raise ConfigError(f"url={shown!r}: the path {parts.path!r} must be a database number")
-    cluster = scheme == "redis+cluster"
+    cluster = scheme.endswith("+cluster")
+    tls = scheme.startswith("rediss")
     if cluster and path not in ("", "0"):
         raise ConfigError(f"url={shown!r}: a Redis Cluster has only database 0")
     text = "convomem" if prefix is None else prefix
@@ -67,8 +70,16 @@ def parse_target(url: str, prefix: object) -> Target:
             f"prefix={text!r}: must be 1 to 64 of A-Z a-z 0-9 _ . : / - (no braces: the "
             "keys' hash tags follow it)"
         )
-    connect = urlunsplit(("redis" if cluster else scheme, parts.netloc, parts.path, "", ""))
-    return Target(connect, cluster, shown, text)
+    timeout = _check.number("socket_timeout", socket_timeout, minimum=0.0, low_open=True)
+    options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if ssl_ca_certs is not None:
+        if not isinstance(ssl_ca_certs, str) or not tls:
+            raise ConfigError(
+                f"ssl_ca_certs={ssl_ca_certs!r}: a CA file path, for rediss:// URLs only"
+            )
+        options["ssl_ca_certs"] = ssl_ca_certs
+    connect = urlunsplit(("rediss" if tls else "redis", parts.netloc, parts.path, "", ""))
+    return Target(connect, cluster, shown, text, options)
 
 
 def translate(exc: Exception, where: str) -> Exception:
@@ -86,6 +97,10 @@ def translate(exc: Exception, where: str) -> Exception:
         rx.SlotNotCoveredError,
     )
     text = f"{where}: {type(exc).__name__}: {exc}"
+    # Refused credentials or certificates come as connection errors; retrying cannot help.
+    refused = (rx.AuthenticationError, rx.AuthorizationError, rx.NoPermissionError)
+    if isinstance(exc, refused) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        return StoreError(text)
     if isinstance(exc, transient) or "NOREPLICAS" in str(exc) or "LOADING" in str(exc):
         return TransientError(text)
     return StoreError(text)

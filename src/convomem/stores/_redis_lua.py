@@ -1,9 +1,12 @@
-"""The Lua scripts of the Redis store: each session operation is one script, so it is
-atomic (Redis runs a script alone) and costs one round trip.
+"""The Lua scripts of the Redis store that write a session (the reads are in
+``_redis_lua_reads``, the index scripts in ``_redis_lua_index``): each session operation
+is one script, so it is atomic (Redis runs a script alone) and costs one round trip.
 
 A session's keys share one hash tag, so a script touches a single slot and runs
-unchanged on Redis Cluster. Session scripts take ``KEYS = meta, log, data, counts, lock``
-and a common head of ``ARGV``: ``now`` (the caller's clock, epoch seconds), ``user``
+unchanged on Redis Cluster. Session scripts take ``KEYS[1]``, the meta key (the others
+are the same name with another last part: same tag, same slot; fewer arguments are
+cheaper to send) and in ``ARGV[1]`` a common head, one value per line: ``now`` (the
+caller's clock, epoch seconds), ``user``
 (``''``: an administrative handle), ``new_ea`` (the expiry a write or read sets; ``''``:
 none), ``on_write``, ``on_read`` (``'1'``/``'0'``: what refreshes the expiry) and
 ``order`` (the listing order a creation records; ``''``: the script may not create and
@@ -33,16 +36,29 @@ class Script:
     writes: bool
 
 
-def _script(name: str, source: str, *, writes: bool) -> Script:
+def script(name: str, source: str, *, writes: bool) -> Script:
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest(), writes)
 
 
-_HEAD: Final = r"""
-local M, Z, D, C, L = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local NOW = ARGV[1]
+HEAD: Final = r"""
+local function split(s)
+  local out, i = {}, 1
+  while true do
+    local j = string.find(s, '\n', i, true)
+    if not j then out[#out + 1] = string.sub(s, i); return out end
+    out[#out + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
+
+local M = KEYS[1]
+local base = string.sub(M, 1, -2)
+local Z, D, C, L = base .. 'z', base .. 'd', base .. 'c', base .. 'lock'
+local H = split(ARGV[1])
+local NOW = H[1]
 local now = tonumber(NOW)
-local user, new_ea, order = ARGV[2], ARGV[3], ARGV[6]
-local on_write, on_read = ARGV[4] == '1', ARGV[5] == '1'
+local user, new_ea, order = H[2], H[3], H[6]
+local on_write, on_read = H[4] == '1', H[5] == '1'
 
 local function bulk(cmd, key, items)
   for i = 1, #items, 4000 do
@@ -131,17 +147,19 @@ local function rows(zs, with_counts)
 end
 """
 
-APPEND: Final = _script(
+APPEND: Final = script(
     "append",
-    _HEAD
+    HEAD
     + r"""
--- ARGV[7..12]: expected_seq, expected_version, has_state, state, count, extras; then
--- each message framed as '<byte length of id>:<id><data>'; then per extra: its message's
+-- ARGV[2]: expected_seq, expected_version, has_state, count, extras (one per line);
+-- ARGV[3] the state; then each message framed as '<byte length of id>:<id><data>';
+-- then per extra: its message's
 -- index (from 0), its counts ('' for none) and alt ('' or stored bytes the caller found
 -- equal to the data). Replies the seq of the batch's last message (a number: the common
 -- reply, the cheapest).
-local eseq, ever, has_state, state = ARGV[7], ARGV[8], ARGV[9] == '1', ARGV[10]
-local count, extras = tonumber(ARGV[11]), tonumber(ARGV[12])
+local P = split(ARGV[2])
+local eseq, ever, has_state, state = P[1], P[2], P[3] == '1', ARGV[3]
+local count, extras = tonumber(P[4]), tonumber(P[5])
 local r, err = for_write(false)
 if err then return err end
 local last = r and r.ls or 0
@@ -157,14 +175,14 @@ if not r or (count == 0 and not has_state) then
 end
 local ids, datas, counts, alts = {}, {}, {}, {}
 for i = 1, count do
-  local a = ARGV[12 + i]
+  local a = ARGV[3 + i]
   local c = string.find(a, ':', 1, true)
   local n = tonumber(string.sub(a, 1, c - 1))
   ids[i] = string.sub(a, c + 1, c + n)
   datas[i] = string.sub(a, c + n + 1)
 end
 for j = 0, extras - 1 do
-  local b = 13 + count + j * 3
+  local b = 4 + count + j * 3
   local i = tonumber(ARGV[b]) + 1
   counts[i] = ARGV[b + 1]
   alts[i] = ARGV[b + 2]
@@ -221,18 +239,18 @@ return new_last
     writes=True,
 )
 
-POP: Final = _script(
+POP: Final = script(
     "pop",
-    _HEAD
+    HEAD
     + r"""
--- ARGV[7], ARGV[8]: the id and seq the caller read as the newest and could decode.
+-- ARGV[2], ARGV[3]: the id and seq the caller read as the newest and could decode.
 local r, err = for_write(false)
 if err then return err end
 if not r then return {'none'} end
 local top = redis.call('ZREVRANGE', Z, 0, 0, 'WITHSCORES')
 if #top == 0 then return {'none'} end
 local id, seq = top[1], tonumber(top[2])
-if ARGV[7] ~= id or tonumber(ARGV[8]) ~= seq then
+if ARGV[2] ~= id or tonumber(ARGV[3]) ~= seq then
   return {'peek', seq, id, redis.call('HGET', D, id) or ''}
 end
 redis.call('ZREM', Z, id)
@@ -244,13 +262,13 @@ return {'ok'}
     writes=True,
 )
 
-TRUNCATE: Final = _script(
+TRUNCATE: Final = script(
     "truncate",
-    _HEAD
+    HEAD
     + r"""
 local r, err = for_write(false)
 if err then return err end
-local keep = tonumber(ARGV[7])
+local keep = tonumber(ARGV[2])
 if not r or keep >= r.n then return {'ok'} end
 local cut = 0
 if keep > 0 then cut = tonumber(redis.call('ZRANGE', Z, keep - 1, keep - 1, 'WITHSCORES')[2]) end
@@ -264,9 +282,9 @@ return {'ok'}
     writes=True,
 )
 
-CLEAR: Final = _script(
+CLEAR: Final = script(
     "clear",
-    _HEAD
+    HEAD
     + r"""
 local r, err = for_write(false)
 if err then return err end
@@ -284,14 +302,14 @@ return {'ok'}
     writes=True,
 )
 
-SAVE_STATE: Final = _script(
+SAVE_STATE: Final = script(
     "save_state",
-    _HEAD
+    HEAD
     + r"""
--- ARGV[7] '1' with a state (ARGV[8]) or '0' for none; ARGV[9] the expected version.
+-- ARGV[2] '1' with a state (ARGV[3]) or '0' for none; ARGV[4] the expected version.
 local r, err = for_write(false)
 if err then return err end
-local ev = tonumber(ARGV[9])
+local ev = tonumber(ARGV[4])
 local v = r and r.sv or 0
 if v ~= ev then return {'cas', 'state_version', ev, v} end
 if not r then
@@ -299,8 +317,8 @@ if not r then
   if err then return err end
 end
 local f = {'sv', r.sv + 1}
-if ARGV[7] == '1' then
-  f[#f + 1] = 'st'; f[#f + 1] = ARGV[8]
+if ARGV[2] == '1' then
+  f[#f + 1] = 'st'; f[#f + 1] = ARGV[3]
 else
   redis.call('HDEL', M, 'st')
 end
@@ -310,29 +328,29 @@ return {'ok', r.sv + 1}
     writes=True,
 )
 
-SET_METADATA: Final = _script(
+SET_METADATA: Final = script(
     "set_metadata",
-    _HEAD
+    HEAD
     + r"""
 local r, err = for_write(true)
 if err then return err end
-touch(r, {'md', ARGV[7]})
+touch(r, {'md', ARGV[2]})
 return {'ok'}
 """,
     writes=True,
 )
 
-SET_COUNTS: Final = _script(
+SET_COUNTS: Final = script(
     "set_counts",
-    _HEAD
+    HEAD
     + r"""
--- ARGV[7..]: message id, counts JSON, ...; merged into the stored counts.
+-- ARGV[2..]: message id, counts JSON, ...; merged into the stored counts.
 local r, err = for_write(false)
 if err then return err end
-for i = 7, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   if not r or not redis.call('ZSCORE', Z, ARGV[i]) then return {'missing', ARGV[i]} end
 end
-for i = 7, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local ok, old = pcall(cjson.decode, redis.call('HGET', C, ARGV[i]) or '{}')
   if not ok or type(old) ~= 'table' then old = {} end
   for k, n in pairs(cjson.decode(ARGV[i + 1])) do old[k] = n end
@@ -344,150 +362,6 @@ for i = 7, #ARGV, 2 do
 end
 if r then expire_all(r.ea, r.ea) end
 return {'ok'}
-""",
-    writes=True,
-)
-
-READ_ITEMS: Final = _script(
-    "read_items",
-    _HEAD
-    + r"""
--- ARGV[7]: how many of the newest ('' for all).
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-if ARGV[7] == '' then return rows(redis.call('ZRANGE', Z, 0, -1, 'WITHSCORES'), false) end
-local n = tonumber(ARGV[7])
-if n == 0 then return {'ok'} end
-local zs = redis.call('ZREVRANGE', Z, 0, n - 1, 'WITHSCORES')
-local up = {}
-for i = #zs - 1, 1, -2 do up[#up + 1] = zs[i]; up[#up + 1] = zs[i + 1] end
-return rows(up, false)
-""",
-    writes=False,
-)
-
-READ_ENTRIES: Final = _script(
-    "read_entries",
-    _HEAD
-    + r"""
--- ARGV[7] the position ('' from the end), ARGV[8] the limit, ARGV[9] '1' walking back.
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-local lim = tonumber(ARGV[8]) + 1
-local zs
-if ARGV[9] == '1' then
-  local hi = '+inf'
-  if ARGV[7] ~= '' then hi = '(' .. ARGV[7] end
-  zs = redis.call('ZREVRANGEBYSCORE', Z, hi, '-inf', 'WITHSCORES', 'LIMIT', 0, lim)
-else
-  local lo = '-inf'
-  if ARGV[7] ~= '' then lo = '(' .. ARGV[7] end
-  zs = redis.call('ZRANGEBYSCORE', Z, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, lim)
-end
-return rows(zs, true)
-""",
-    writes=False,
-)
-
-READ_META: Final = _script(
-    "read_meta",
-    _HEAD
-    + r"""
--- ARGV[7] '1': the state too.
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-local out = {'ok', r.u, r.ca, r.ua, r.ea, r.md, r.ls, r.n, r.sv}
-if ARGV[7] == '1' then out[#out + 1] = redis.call('HGET', M, 'st') or '' end
-return out
-""",
-    writes=False,
-)
-
-GET_COUNTS: Final = _script(
-    "get_counts",
-    _HEAD
-    + r"""
--- ARGV[7] 'all', or 'some' followed by the message ids.
-local r, err = for_read()
-if err then return err end
-if not r then return {'none'} end
-local ids = {}
-if ARGV[7] == 'all' then
-  ids = redis.call('ZRANGE', Z, 0, -1)
-else
-  for i = 8, #ARGV do
-    if redis.call('ZSCORE', Z, ARGV[i]) then ids[#ids + 1] = ARGV[i] end
-  end
-end
-local out = {'ok'}
-for i = 1, #ids, 4000 do
-  local part = {unpack(ids, i, math.min(i + 3999, #ids))}
-  local cs = redis.call('HMGET', C, unpack(part))
-  for j = 1, #part do out[#out + 1] = part[j]; out[#out + 1] = cs[j] or '' end
-end
-return out
-""",
-    writes=False,
-)
-
-DELETE: Final = _script(
-    "delete",
-    r"""
--- KEYS: meta, log, data, counts. ARGV: now, user, mode: 'check' (delete_session: the
--- owner must match when the session is visible), 'erase' (only when user owns it),
--- 'expired' (only when it has expired).
-local M, Z, D, C = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local now, user, mode = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local v = redis.call('HMGET', M, 'u', 'ea', 'o', 'ns')
-if not v[4] then return {'none'} end
-local owner, ea = v[1] or '', v[2] or ''
-local visible = ea == '' or tonumber(ea) > now
-if mode == 'erase' then
-  if owner ~= user then return {'skip'} end
-elseif mode == 'expired' then
-  if visible then return {'skip'} end
-elseif visible and user ~= '' and owner ~= user then
-  return {'owner'}
-end
-redis.call('DEL', M, Z, D, C)
-local shown = 0
-if visible then shown = 1 end
-return {'deleted', shown, owner, v[3] or ''}
-""",
-    writes=True,
-)
-
-REGISTER: Final = _script(
-    "register",
-    r"""
--- KEYS: the tenant's index of sessions, the owner's index, the tenant's set of owners.
--- ARGV: session id, order, owner ('' for none).
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-if ARGV[3] ~= '' then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-  redis.call('SADD', KEYS[3], ARGV[3])
-end
-return 1
-""",
-    writes=True,
-)
-
-UNINDEX: Final = _script(
-    "unindex",
-    r"""
--- KEYS: index keys. ARGV: session id, order. Removes the entry from each index where it
--- still has this order (a session created again since has another, and stays listed).
-local n = 0
-for _, k in ipairs(KEYS) do
-  local s = redis.call('ZSCORE', k, ARGV[1])
-  if s and (ARGV[2] == '' or tonumber(s) == tonumber(ARGV[2])) then
-    n = n + redis.call('ZREM', k, ARGV[1])
-  end
-end
-return n
 """,
     writes=True,
 )

@@ -33,6 +33,8 @@ from ..errors import (
 )
 from ..model import Message
 from . import _redis_lua as lua
+from . import _redis_lua_index as index_lua
+from . import _redis_lua_reads as reads
 from ._sqlite_ops import Key
 from .database import LogEntry, SessionInfo, TTLPolicy
 from .records import EncodedMessage, decode_counts, decode_rows, encode_cursor
@@ -118,15 +120,19 @@ def _text(raw: Any) -> str:
     return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 
 
-def _head(ctx: Ctx, key: Key, order: str) -> tuple[str, ...]:
+def _head(ctx: Ctx, key: Key, order: str) -> str:
+    """The common head of a session script's arguments, one value per line (no value
+    holds a newline: names have no control characters)."""
     ea = ctx.ttl.expires_at(ctx.now)
-    return (
-        repr(float(ctx.now)),
-        key.user_id or "",
-        "" if ea is None else repr(float(ea)),
-        "1" if ctx.ttl.on_write else "0",
-        "1" if ctx.ttl.on_read else "0",
-        order,
+    return "\n".join(
+        (
+            repr(float(ctx.now)),
+            key.user_id or "",
+            "" if ea is None else repr(float(ea)),
+            "1" if ctx.ttl.on_write else "0",
+            "1" if ctx.ttl.on_read else "0",
+            order,
+        )
     )
 
 
@@ -137,7 +143,7 @@ def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) ->
     keys = session_keys(ctx.prefix, key.tenant, key.session_id)
     order = ""
     while True:
-        reply: Any = yield Eval(script, keys, (*_head(ctx, key, order), *args))
+        reply: Any = yield Eval(script, keys[:1], (_head(ctx, key, order), *args))
         if isinstance(reply, int):  # an append's seq
             ctx.work.add(transactions=1)
             return reply
@@ -145,7 +151,7 @@ def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) ->
         if status == b"create":
             n = yield Command(("INCR", f"{ctx.prefix}:serial"))
             index = index_keys(ctx.prefix, key.tenant, key.user_id)
-            yield Eval(lua.REGISTER, index, (key.session_id, n, key.user_id or ""))
+            yield Eval(index_lua.REGISTER, index, (key.session_id, n, key.user_id or ""))
             yield Command(("SADD", f"{ctx.prefix}:tenants", tenant_part(key.tenant)))
             order = str(n)
             continue
@@ -170,7 +176,7 @@ def _rows(reply: list[Any]) -> list[tuple[int, Any, Any, Any]]:
 
 def get_items(ctx: Ctx, key: Key, limit: int | None) -> Gen[list[Message]]:
     arg = "" if limit is None else str(limit)
-    reply = yield from session_eval(ctx, key, lua.READ_ITEMS, (arg,))
+    reply = yield from session_eval(ctx, key, reads.READ_ITEMS, (arg,))
     if reply[0] == b"none":
         return []
     rows = _rows(reply)
@@ -182,7 +188,7 @@ def entries(
     ctx: Ctx, key: Key, position: int | None, limit: int, back: bool
 ) -> Gen[tuple[list[LogEntry], str | None]]:
     args = ("" if position is None else str(position), str(limit), "1" if back else "0")
-    reply = yield from session_eval(ctx, key, lua.READ_ENTRIES, args)
+    reply = yield from session_eval(ctx, key, reads.READ_ENTRIES, args)
     if reply[0] == b"none":
         return [], None
     rows = _rows(reply)
@@ -215,7 +221,7 @@ def info_of(session_id: str, tenant: str, f: Sequence[Any]) -> SessionInfo:
 
 
 def read_meta(ctx: Ctx, key: Key, with_state: bool) -> Gen[list[Any] | None]:
-    reply = yield from session_eval(ctx, key, lua.READ_META, ("1" if with_state else "0",))
+    reply = yield from session_eval(ctx, key, reads.READ_META, ("1" if with_state else "0",))
     if reply[0] == b"none":
         return None
     ctx.work.add(rows=1)
@@ -251,7 +257,7 @@ def load_state(ctx: Ctx, key: Key) -> Gen[tuple[dict[str, Any] | None, int]]:
 
 def get_counts(ctx: Ctx, key: Key, ids: list[str] | None) -> Gen[dict[str, dict[str, int]]]:
     args = ("all",) if ids is None else ("some", *ids)
-    reply = yield from session_eval(ctx, key, lua.GET_COUNTS, args)
+    reply = yield from session_eval(ctx, key, reads.GET_COUNTS, args)
     if reply[0] == b"none":
         return {}
     ctx.work.add(rows=1 + (len(reply) - 1) // 2)
@@ -291,11 +297,10 @@ def append(
 ) -> Gen[int]:
     alts: dict[int, bytes] = {}
     framed = [_frame(m) for m in batch]
-    head = (
+    fixed = (
         "" if expected_seq is None else str(expected_seq),
         "" if expected_version is None else str(expected_version),
         "0" if state is None else "1",
-        state or "",
         str(len(batch)),
     )
     while True:
@@ -304,7 +309,8 @@ def append(
             for i, m in enumerate(batch):
                 if m.id in counts or i in alts:
                     extras += (i, counts.get(m.id, ""), alts.get(i, ""))
-        args = (*head, len(extras) // 3, *framed, *extras)
+        head = "\n".join((*fixed, str(len(extras) // 3)))
+        args = (head, state or "", *framed, *extras)
         reply = yield from session_eval(ctx, key, lua.APPEND, args)
         if isinstance(reply, int):
             return reply

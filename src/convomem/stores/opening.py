@@ -6,12 +6,13 @@ expire), ``ttl_refresh`` (``"write"``, ``"read"`` or ``"never"``), ``retry`` (a
 ``RetryPolicy`` for transient failures) and ``clock`` (epoch seconds, for tests). SQLite
 adds ``busy_timeout`` (seconds, default 5) and ``synchronous`` (``"normal"`` or
 ``"full"``); the async twin ``workers`` (threads, default 4). Redis adds ``prefix`` (of
-every key, default ``convomem``) and ``socket_timeout`` (seconds, default 5). PostgreSQL
-adds ``schema``, ``lock_timeout`` (seconds, default 5), ``pool_size`` (connections,
-default 10; ``workers`` is the async twin's other name for it) and ``connect_timeout``
-(seconds, default 10), and passes libpq's parameters (``sslmode``, ...) through. An
-option another backend takes is an error naming it. A backend is imported only when a
-URL names it.
+every key, default ``convomem``), ``socket_timeout`` (seconds, default 5) and, for TLS,
+``ssl_ca_certs`` (the CA file that signed the server's certificate; the system's CAs by
+default). PostgreSQL adds ``schema``, ``lock_timeout`` (seconds, default 5), ``pool_size``
+(connections, default 10; ``workers`` is the async twin's other name for it) and
+``connect_timeout`` (seconds, default 10), and passes libpq's parameters (``sslmode``,
+...) through. An option another backend takes is an error naming it. A backend is
+imported only when a URL names it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _FROM_TEXT: Final[dict[str, Callable[[str], Any]]] = {
     "workers": int,
     "prefix": str,
     "socket_timeout": float,
+    "ssl_ca_certs": str,
     "schema": str,
     "lock_timeout": float,
     "pool_size": int,
@@ -68,8 +70,16 @@ def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) ->
 
 
 _SQLITE: Final = ("ttl", "ttl_refresh", "busy_timeout", "synchronous", "retry", "clock")
-_REDIS: Final = ("ttl", "ttl_refresh", "prefix", "socket_timeout", "retry", "clock")
-_REDIS_SCHEMES: Final = ("redis", "rediss", "redis+cluster")
+_REDIS: Final = (
+    "ttl",
+    "ttl_refresh",
+    "prefix",
+    "socket_timeout",
+    "ssl_ca_certs",
+    "retry",
+    "clock",
+)
+_REDIS_SCHEMES: Final = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 _POSTGRES: Final = (
     "ttl",
     "ttl_refresh",
@@ -109,6 +119,7 @@ def open_store(
     clock: Callable[[], float] | None = None,
     prefix: str | None = None,
     socket_timeout: float | None = None,
+    ssl_ca_certs: str | None = None,
     schema: str | None = None,
     lock_timeout: float | None = None,
     pool_size: int | None = None,
@@ -131,6 +142,7 @@ def open_store(
         "connect_timeout": connect_timeout,
         "prefix": prefix,
         "socket_timeout": socket_timeout,
+        "ssl_ca_certs": ssl_ca_certs,
     }
     if parsed.scheme in _REDIS_SCHEMES:
         from .redis_store import RedisDatabase
@@ -158,6 +170,7 @@ async def aopen_store(
     workers: int | None = None,
     prefix: str | None = None,
     socket_timeout: float | None = None,
+    ssl_ca_certs: str | None = None,
     schema: str | None = None,
     lock_timeout: float | None = None,
     pool_size: int | None = None,
@@ -180,6 +193,7 @@ async def aopen_store(
         "connect_timeout": connect_timeout,
         "prefix": prefix,
         "socket_timeout": socket_timeout,
+        "ssl_ca_certs": ssl_ca_certs,
     }
     if parsed.scheme in _REDIS_SCHEMES:
         from .redis_async import AsyncRedisDatabase

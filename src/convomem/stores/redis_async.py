@@ -18,6 +18,7 @@ from ..errors import StoreError
 from ..model import Message
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
+from ._redis_admin import check_layout
 from ._redis_calls import (
     RedisCalls,
     delete_session_op,
@@ -35,6 +36,30 @@ __all__ = ["AsyncRedisDatabase", "AsyncRedisSession"]
 T = TypeVar("T")
 
 
+_COMMAND_TABLES: dict[str, dict[str, Any]] = {}
+
+
+def _share_command_table(client: Any, where: str) -> None:
+    """The async cluster client reads the server's whole ``COMMAND`` table when it
+    connects (thousands of lines through a pure-Python parser: most of the time it takes
+    to open); databases on the same cluster in one process read it once."""
+    parser = getattr(client, "commands_parser", None)
+    if parser is None or not hasattr(parser, "initialize"):
+        return
+    read = parser.initialize
+
+    async def initialize(node: Any = None) -> None:
+        if node is not None:
+            parser.node = node
+        if where in _COMMAND_TABLES:
+            parser.commands = _COMMAND_TABLES[where]
+            return
+        await read(node)
+        _COMMAND_TABLES[where] = parser.commands
+
+    parser.initialize = initialize
+
+
 class AsyncRedisDatabase:
     """Sessions in one Redis server or cluster, for asyncio; see ``RedisDatabase`` for
     the options. Make one with ``await AsyncRedisDatabase.open(url, ...)`` or ``await
@@ -48,12 +73,13 @@ class AsyncRedisDatabase:
         ttl: float | TTLPolicy | None = None,
         ttl_refresh: str = "write",
         socket_timeout: float = 5.0,
+        ssl_ca_certs: str | None = None,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.ttl = ttl_policy(ttl, ttl_refresh)
-        self._retry, self._clock, timeout = check_common(retry, clock, socket_timeout)
-        target = parse_target(url, prefix)
+        self._retry, self._clock = check_common(retry, clock)
+        target = parse_target(url, prefix, socket_timeout, ssl_ca_certs)
         self.url = target.shown
         self.prefix = target.prefix
         self._work = ops.Work()
@@ -67,10 +93,11 @@ class AsyncRedisDatabase:
             raise missing_redis() from None
         self._errors: tuple[type[Exception], ...] = (rx.RedisError, rx.RedisClusterException)
         self._noscript = rx.NoScriptError
-        options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        options = dict(target.options)
         self._client: Any
         if target.cluster:
             self._client = RedisCluster.from_url(target.connect, **options)
+            _share_command_table(self._client, target.connect)
         else:
             self._client = aredis.Redis.from_url(
                 target.connect, retry=Retry(NoBackoff(), 0), **options
@@ -82,14 +109,11 @@ class AsyncRedisDatabase:
         the options every async backend takes, and unused: asyncio needs no threads."""
         db = cls(url, **options)
         try:
-            await db._run(lambda ctx: db._ping())
+            await db._run(check_layout)
         except BaseException:
             await db.aclose()
             raise
         return db
-
-    def _ping(self) -> ops.Gen[None]:
-        yield ops.Command(("PING",))
 
     def _where(self) -> str:
         return f"redis {self.url}"

@@ -1,7 +1,8 @@
 """Durable sessions in Redis (the ``redis`` client): ``open_store("redis://host:6379/0")``.
 
-``rediss://`` connects over TLS; ``redis+cluster://host:port`` to a Redis Cluster (any
-node; the others are discovered). The semantics are the backend-neutral ones of
+``rediss://`` connects over TLS (``ssl_ca_certs``: the CA file, when not a system one);
+``redis+cluster://host:port`` to a Redis Cluster (any node; the others are discovered),
+``rediss+cluster://`` over TLS. The semantics are the backend-neutral ones of
 ``convomem.stores.database``; what is Redis's own:
 
 - **Atomicity.** Every session operation is one Lua script (``_redis_lua``): an append
@@ -16,7 +17,11 @@ node; the others are discovered). The semantics are the backend-neutral ones of
   invisible at once), and every key of the session gets a native expiry (``PEXPIRE``)
   at the same moment, so Redis removes expired sessions by itself.
 - **Durability** is the server's: with ``appendonly yes`` (and ``appendfsync
-  everysec`` or ``always``) an acknowledged append survives a restart.
+  everysec`` or ``always``) an acknowledged append survives a restart. Erased data
+  (``erase_user``, ``delete_session``) leaves memory at once but stays in the AOF and
+  RDB files until the server next rewrites them (``BGREWRITEAOF``, ``BGSAVE``).
+- **Maintenance.** ``sweep()`` reads every index entry of the prefix (pipelined): run
+  it from a periodic job, not per request.
 - **A session lock.** While the key ``<prefix>:{tenant:session}:lock`` exists (an
   operator's ``SET ... PX <ms>`` during maintenance), writes to the session fail with a
   ``TransientError`` and are retried by the ``RetryPolicy``.
@@ -26,7 +31,8 @@ node; the others are discovered). The semantics are the backend-neutral ones of
   ``StoreError`` s.
 
 Options: ``prefix`` (of every key, default ``convomem``; several applications or tests
-share a server with their own), ``socket_timeout`` (seconds, default 5) and the common
+share a server with their own), ``socket_timeout`` (seconds, default 5),
+``ssl_ca_certs`` and the common
 ``ttl``, ``ttl_refresh``, ``retry``, ``clock``. The password of a URL is never shown.
 """
 
@@ -41,6 +47,7 @@ from ..errors import ConfigError, MissingDependency, StoreError
 from ..model import Message
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
+from ._redis_admin import check_layout
 from ._redis_calls import (
     RedisCalls,
     Target,
@@ -68,14 +75,11 @@ def ttl_policy(ttl: float | TTLPolicy | None, ttl_refresh: str) -> TTLPolicy:
     return TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
 
 
-def check_common(
-    retry: object, clock: object, socket_timeout: object
-) -> tuple[RetryPolicy, Callable[[], float], float]:
+def check_common(retry: object, clock: object) -> tuple[RetryPolicy, Callable[[], float]]:
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
     checked_clock = _check.function("clock", clock, "() -> epoch seconds")
-    timeout = _check.number("socket_timeout", socket_timeout, minimum=0.0, low_open=True)
-    return RetryPolicy() if retry is None else retry, checked_clock, timeout
+    return RetryPolicy() if retry is None else retry, checked_clock
 
 
 def missing_redis() -> MissingDependency:
@@ -94,12 +98,13 @@ class RedisDatabase:
         ttl: float | TTLPolicy | None = None,
         ttl_refresh: str = "write",
         socket_timeout: float = 5.0,
+        ssl_ca_certs: str | None = None,
         retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.ttl = ttl_policy(ttl, ttl_refresh)
-        self._retry, self._clock, timeout = check_common(retry, clock, socket_timeout)
-        self._target: Target = parse_target(url, prefix)
+        self._retry, self._clock = check_common(retry, clock)
+        self._target: Target = parse_target(url, prefix, socket_timeout, ssl_ca_certs)
         self.url = self._target.shown
         self.prefix = self._target.prefix
         self._work = ops.Work()
@@ -115,10 +120,7 @@ class RedisDatabase:
             redis.exceptions.RedisClusterException,
         )
         self._noscript = redis.exceptions.NoScriptError
-        options: dict[str, Any] = {
-            "socket_timeout": timeout,
-            "socket_connect_timeout": timeout,
-        }
+        options = dict(self._target.options)
         self._client: Any = None
         try:
             if self._target.cluster:
@@ -127,12 +129,9 @@ class RedisDatabase:
                 # No retries inside redis-py: the RetryPolicy decides, once.
                 options["retry"] = Retry(NoBackoff(), 0)
                 self._client = redis.Redis.from_url(self._target.connect, **options)
-            self._retry.call(self._attempt, lambda ctx: self._ping())
+            self._retry.call(self._attempt, check_layout)
         except self._errors as exc:
             raise translate(exc, self._where()) from exc
-
-    def _ping(self) -> ops.Gen[None]:
-        yield ops.Command(("PING",))
 
     def _where(self) -> str:
         return f"redis {self.url}"

@@ -11,7 +11,8 @@ Redis and PostgreSQL:
 Query parameters carry backend options (``?busy_timeout=2.5&ttl=3600``); each backend
 says which it knows, and an unknown one is an error naming it. Redis:
 ``redis://[user:password@]host:port/db``, ``rediss://`` (TLS) and
-``redis+cluster://host:port`` (any node of a Redis Cluster).
+``redis+cluster://host:port`` (any node of a Redis Cluster; ``rediss+cluster://`` over
+TLS).
 A password in a URL is never repeated in an error message.
 
 PostgreSQL: ``postgresql://user:password@host:port/database?schema=app`` (or
@@ -31,7 +32,15 @@ from ..errors import ConfigError
 
 __all__ = ["BUILT_SCHEMES", "StoreURL", "parse_store_url", "redact_url"]
 
-BUILT_SCHEMES: Final = ("sqlite", "redis", "rediss", "redis+cluster", "postgresql", "postgres")
+BUILT_SCHEMES: Final = (
+    "sqlite",
+    "redis",
+    "rediss",
+    "redis+cluster",
+    "rediss+cluster",
+    "postgresql",
+    "postgres",
+)
 """Schemes this version opens."""
 
 _PASSWORD: Final = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@]*):[^@/?#]*@")
