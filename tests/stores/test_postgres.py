@@ -196,3 +196,24 @@ def test_processes_migrating_an_empty_database_at_once_all_succeed(
     assert sorted(n for (n,) in names) == [m.name for m in MIGRATIONS]  # each applied once
     with open_store(url) as db:
         assert sorted(i.session_id for i in db.sessions()[0]) == ["s0", "s1", "s2", "s3"]
+
+
+def test_ids_holding_nul_round_trip(postgres_server: PostgresServer) -> None:
+    """A text column cannot hold U+0000, which a message id may: such ids (and ids with
+    the escape character U+FFFE) read back exactly, and match on replay and counts."""
+    odd = ["a\x00b", "\ufffe0", "\ufffe\x00\ufffe\ufffe", "\x00", "plain"]
+    with open_store(postgres_server.fresh_url()) as db:
+        s = db.session("s")
+        batch = [Message(i, "user", content=f"#{k}") for k, i in enumerate(odd)]
+        assert s.append(batch[:1]) == 1 and s.append(batch[1:]) == 5
+        assert s.append(batch) == 5  # a replay: every id found again
+        s.set_counts({i: {"approx": k} for k, i in enumerate(odd)})
+        assert s.get_counts([odd[1], odd[3]]) == {odd[1]: {"approx": 1}, odd[3]: {"approx": 3}}
+        assert s.get_items() == batch and [e.counts["approx"] for e in s.entries()[0]] == [
+            0,
+            1,
+            2,
+            3,
+            4,
+        ]
+        assert s.pop_item() == batch[-1]

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConcurrentUpdate, ConfigError, SessionOwnerMismatch, TransientError
 from ..model import Message
-from ._pg_ops import COLS, WHERE_KEY, Key, Q, Row, Tx, alive
+from ._pg_ops import COLS, WHERE_KEY, Key, Q, Row, Tx, alive, db_id, log_rows, py_id
 from ._sqlite_writes import _check_replay
 from .records import EncodedMessage, decode_counts, decode_rows, dumps
 
@@ -63,9 +63,9 @@ def _by_id(
     rows = yield Q.all(
         f"SELECT seq, message_id, {column} FROM {tx.messages} "
         "WHERE session_pk = %s AND message_id = ANY (%s::text[])",
-        (pk, ids),
+        (pk, [db_id(i) for i in ids]),
     )
-    return {mid: (seq, value) for seq, mid, value in rows}
+    return {py_id(mid): (seq, value) for seq, mid, value in rows}
 
 
 def _insert(tx: Tx, pk: int, start: int, batch: list[EncodedMessage], counts: dict[str, str]) -> Q:
@@ -76,7 +76,7 @@ def _insert(tx: Tx, pk: int, start: int, batch: list[EncodedMessage], counts: di
         (
             pk,
             start,
-            [m.id for m in batch],
+            [db_id(m.id) for m in batch],
             [m.data for m in batch],
             [counts.get(m.id) for m in batch],
         ),
@@ -93,11 +93,23 @@ def fast_append(
     expected_version: int | None,
     counts: dict[str, str],
 ) -> Generator[Q, Any, int]:
-    """The whole append as one call of ``convomem_append``; -1 when it declined."""
-    got = yield Q.one(
-        f"SELECT {tx.schema}.convomem_append(%s::text, %s::text, %s::text, "
-        "%s::float8, %s::float8, %s::boolean, %s::text, %s::text[], %s::text[], %s::text[], "
-        "%s::bigint, %s::boolean, %s::text, %s::bigint)",
+    """The whole append as one call of ``convomem_append``; -1 when it declined (or a
+    message id is stored already: the unique index refused it and nothing changed)."""
+    if len(batch) == 1:
+        m = batch[0]
+        name, kind = "convomem_append_one", "text"
+        ids: Any = db_id(m.id)
+        data: Any = m.data
+        texts: Any = counts.get(m.id)
+    else:
+        name, kind = "convomem_append", "text[]"
+        ids = [db_id(m.id) for m in batch]
+        data = [m.data for m in batch]
+        texts = [counts.get(m.id) for m in batch]
+    got = yield Q.one_or_conflict(
+        f"SELECT {tx.schema}.{name}(%s::text, %s::text, %s::text, %s::float8, %s::float8, "
+        f"%s::boolean, %s::text, %s::{kind}, %s::{kind}, %s::{kind}, %s::bigint, %s::boolean, "
+        "%s::text, %s::bigint)",
         (
             key.tenant,
             key.session_id,
@@ -106,16 +118,16 @@ def fast_append(
             tx.ttl.expires_at(tx.now),
             tx.ttl.on_write,
             str(tx.lock_ms),
-            [m.id for m in batch],
-            [m.data for m in batch],
-            [counts.get(m.id) for m in batch],
+            ids,
+            data,
+            texts,
             expected_seq,
             has_state,
             state,
             expected_version,
         ),
     )
-    result: int = got[0]
+    result: int = -1 if got is None else got[0]
     return result
 
 
@@ -193,7 +205,7 @@ def pop_item(tx: Tx, key: Key) -> Generator[Q, Any, Message | None]:
     )
     if newest is None:
         return None
-    message = decode_rows(key.session_id, [newest])[0].message
+    message = decode_rows(key.session_id, log_rows([newest]))[0].message
     yield Q.run(
         f"DELETE FROM {tx.messages} WHERE session_pk = %s AND seq = %s", (row.pk, newest[0])
     )
@@ -261,7 +273,7 @@ def set_counts(tx: Tx, key: Key, counts: dict[str, dict[str, int]]) -> Generator
             f"UPDATE {tx.messages} m SET counts = u.c "
             "FROM unnest(%s::text[], %s::text[]) AS u (i, c) "
             "WHERE m.session_pk = %s AND m.message_id = u.i",
-            (ids, merged, row.pk),
+            ([db_id(i) for i in ids], merged, row.pk),
         )
 
 

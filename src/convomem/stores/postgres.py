@@ -272,6 +272,13 @@ class PostgresDatabase:
                 cur.executemany(q.sql, q.params)
                 counter.add(statements=1)
                 return cur.rowcount
+            if q.fetch == "one_or_conflict":
+                counter.add(statements=1)
+                try:
+                    cur.execute(q.sql, q.params)  # type: ignore[arg-type]
+                except psycopg.errors.UniqueViolation:
+                    return None
+                return cur.fetchone()
             cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
             if q.fetch == "run":
                 counter.add(statements=1, transactions=q.sql == "COMMIT")

@@ -102,6 +102,13 @@ class AsyncPostgresDatabase:
                 await cur.executemany(q.sql, q.params)
                 counter.add(statements=1)
                 return cur.rowcount
+            if q.fetch == "one_or_conflict":
+                counter.add(statements=1)
+                try:
+                    await cur.execute(q.sql, q.params)  # type: ignore[arg-type]
+                except psycopg.errors.UniqueViolation:
+                    return None
+                return await cur.fetchone()
             await cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
             if q.fetch == "run":
                 counter.add(statements=1, transactions=q.sql == "COMMIT")
