@@ -217,3 +217,24 @@ def test_ids_holding_nul_round_trip(postgres_server: PostgresServer) -> None:
             4,
         ]
         assert s.pop_item() == batch[-1]
+
+
+def test_a_forked_child_gets_its_own_connections(postgres_server: PostgresServer) -> None:
+    import os
+
+    with open_store(postgres_server.fresh_url()) as db:
+        s = db.session("s")
+        s.append([msg(0)])
+        pid = os.fork()
+        if pid == 0:  # the child: its own pool; the parent's connections untouched
+            code = 1
+            try:
+                s.append([msg(1)])
+                code = 0 if s.get_items() == [msg(0), msg(1)] else 2
+                db.close()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert s.append([msg(2)]) == 3  # the parent's pool still works
+        assert s.get_items() == [msg(0), msg(1), msg(2)]

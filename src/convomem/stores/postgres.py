@@ -30,6 +30,7 @@ own connection parameters (``sslmode``, ``host`` for a Unix socket,
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -237,7 +238,16 @@ class PostgresDatabase:
         self.ttl: TTLPolicy = s.ttl
         self._retry = s.retry
         self._counter = Counter()
-        self._pool = ConnectionPool(
+        self._closed = False
+        self._pid = os.getpid()
+        self._inherited: list[ConnectionPool[Any]] = []
+        self._pool = self._new_pool()
+        self._retry.call(self._open)
+        self._pool.open(wait=False)
+
+    def _new_pool(self) -> ConnectionPool[Any]:
+        s = self._settings
+        return ConnectionPool(
             s.conninfo,
             min_size=1,
             max_size=s.pool_size,
@@ -246,8 +256,16 @@ class PostgresDatabase:
             open=False,
             name="convomem",
         )
-        self._retry.call(self._open)
-        self._pool.open(wait=False)
+
+    def _pool_here(self) -> ConnectionPool[Any]:
+        """The pool of this process: a child forked with the database open gets its own
+        (the parent's connections are kept, never used nor closed, in the child)."""
+        if self._pid != os.getpid():
+            self._inherited.append(self._pool)
+            self._pool = self._new_pool()
+            self._pid = os.getpid()
+            self._pool.open(wait=False)
+        return self._pool
 
     def _open(self) -> None:
         """Migrate on a connection of its own (a clear error when connecting fails)."""
@@ -303,7 +321,7 @@ class PostgresDatabase:
         s = self._settings
         tx = s.tx()
         try:
-            with self._pool.connection() as conn:
+            with self._pool_here().connection() as conn:
                 result: T = self._drive(conn, call.fn(tx))
                 return result
         except BaseException as exc:
@@ -313,7 +331,7 @@ class PostgresDatabase:
             raise error from exc
 
     def _run(self, call: Call[T]) -> T:
-        if self._pool.closed:
+        if self._closed:
             raise StoreError(f"{self._settings.where}: the database is closed")
         result: T = self._retry.call(self._attempt, call)
         return result
@@ -357,8 +375,10 @@ class PostgresDatabase:
         return self._counter.stats()
 
     def close(self) -> None:
-        """Close every connection of the pool."""
-        self._pool.close()
+        """Close every connection of the pool (in a forked child, only its own)."""
+        self._closed = True
+        if self._pid == os.getpid():
+            self._pool.close()
 
     def __enter__(self) -> PostgresDatabase:
         return self
