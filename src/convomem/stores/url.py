@@ -1,6 +1,7 @@
 """Store URLs: which backend a URL names, and what it says to that backend.
 
-``open_store(url)`` reads the scheme to pick a backend. This version builds SQLite:
+``open_store(url)`` reads the scheme to pick a backend. This version builds SQLite and
+PostgreSQL:
 
 - ``sqlite:///relative/file.db`` and ``sqlite:////absolute/file.db`` (SQLAlchemy's
   spelling: three slashes then the path, so an absolute path shows four);
@@ -9,8 +10,8 @@
 
 Query parameters carry backend options (``?busy_timeout=2.5&ttl=3600``); each backend
 says which it knows, and an unknown one is an error naming it. Redis
-(``redis://``, ``rediss://``, ``redis+cluster://``) and PostgreSQL (``postgresql://``)
-are recognized and refused with an error saying they are not built yet in this version.
+(``redis://``, ``rediss://``, ``redis+cluster://``) is recognized and refused with an
+error saying it is not built yet in this version.
 A password in a URL is never repeated in an error message.
 
 PostgreSQL: ``postgresql://user:password@host:port/database?schema=app`` (or
