@@ -123,7 +123,7 @@ def test_no_statement_is_prepared_on_the_server(postgres_server: PostgresServer)
             s.get_items(5)
         s.append([msg(3)])
         s.save_state({"x": 1}, expected_version=0)
-        with db._pool.connection() as conn:
+        with db._connection() as conn:  # the connection that served every call
             assert conn.prepare_threshold is None
             prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
         assert prepared == (0,)

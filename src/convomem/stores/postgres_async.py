@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from .. import _io
-from ..errors import ConfigError, StoreError
+from ..errors import StoreError
 from ..model import Message
 from . import _pg_ops as ops
 from ._pg_calls import (
@@ -32,17 +32,8 @@ from ._pg_calls import (
     sweep_call,
 )
 from ._pg_schema import migrate
+from ._pg_settings import AsyncConnectionPool, Counter, Settings, psycopg
 from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
-from .postgres import Counter, Settings
-
-try:
-    import psycopg
-    from psycopg_pool import AsyncConnectionPool
-except ImportError as _missing:  # pragma: no cover - depends on the environment
-    raise ConfigError(
-        "the postgresql backend needs psycopg 3 and psycopg-pool: "
-        "pip install 'convomem[postgresql]'"
-    ) from _missing
 
 __all__ = ["AsyncPostgresDatabase", "AsyncPostgresSession"]
 
