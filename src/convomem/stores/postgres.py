@@ -5,10 +5,12 @@
 ``SessionStore``). The semantics are the backend-neutral ones of
 ``convomem.stores.database``; what is PostgreSQL's own:
 
-- **Connections** come from a pool (``pool_size``, default 10), in autocommit mode;
-  writes open their own transaction (``BEGIN; SET LOCAL lock_timeout``). No statement is
-  prepared on the server (``prepare_threshold=None``) and no session-level setting is
-  relied on, so PgBouncer in transaction mode works.
+- **Connections**: the one that migrated the schema at open stays as a spare, used by
+  one call at a time; calls that overlap it take one from a pool (``pool_size``, default
+  10, opened on demand). All in autocommit mode; writes open their own transaction
+  (``BEGIN; SET LOCAL lock_timeout``). No statement is prepared on the server
+  (``prepare_threshold=None``) and no session-level setting is relied on, so PgBouncer
+  in transaction mode works. A child forked with the database open makes its own.
 - **One round trip per call** in the common cases: a read is one statement (the
   session's row joined to the page of its log), an append of new messages one call of
   the server-side function ``convomem_append`` (``convomem.stores._pg_schema``).
