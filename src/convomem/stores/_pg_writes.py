@@ -11,6 +11,7 @@ on the newest committed state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -83,6 +84,20 @@ def _insert(tx: Tx, pk: int, start: int, batch: list[EncodedMessage], counts: di
     )
 
 
+def _literal(value: object) -> str | None:
+    """SQL text for a value that cannot carry an injection (None, a bool, an int, a
+    finite float); None for anything else (sent as a parameter)."""
+    if value is None:
+        return "NULL"
+    if value is True or value is False:
+        return "TRUE" if value else "FALSE"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float and math.isfinite(value):
+        return repr(value)
+    return None
+
+
 def fast_append(
     tx: Tx,
     key: Key,
@@ -106,27 +121,36 @@ def fast_append(
         ids = [db_id(m.id) for m in batch]
         data = [m.data for m in batch]
         texts = [counts.get(m.id) for m in batch]
-    got = yield Q.one_or_conflict(
-        f"SELECT {tx.schema}.{name}(%s::text, %s::text, %s::text, %s::float8, %s::float8, "
-        f"%s::boolean, %s::text, %s::{kind}, %s::{kind}, %s::{kind}, %s::bigint, %s::boolean, "
-        "%s::text, %s::bigint)",
-        (
-            key.tenant,
-            key.session_id,
-            key.user_id,
-            tx.now,
-            tx.ttl.expires_at(tx.now),
-            tx.ttl.on_write,
-            str(tx.lock_ms),
-            ids,
-            data,
-            texts,
-            expected_seq,
-            has_state,
-            state,
-            expected_version,
-        ),
-    )
+    # Numbers, flags and NULLs we made ourselves go in as literals: each parameter costs
+    # psycopg and the server more than the text (a one-message append sends 4, not 14).
+    args = [
+        key.tenant,
+        key.session_id,
+        key.user_id,
+        tx.now,
+        tx.ttl.expires_at(tx.now),
+        tx.ttl.on_write,
+        str(tx.lock_ms),
+        ids,
+        data,
+        texts,
+        expected_seq,
+        has_state,
+        state,
+        expected_version,
+    ]
+    kinds = ["text", "text", "text", "float8", "float8", "boolean", "text"]
+    kinds += [kind, kind, kind, "bigint", "boolean", "text", "bigint"]
+    sql: list[str] = []
+    params: list[Any] = []
+    for value, cast in zip(args, kinds, strict=True):
+        literal = _literal(value)
+        if literal is None:
+            sql.append(f"%s::{cast}")
+            params.append(value)
+        else:
+            sql.append(f"{literal}::{cast}")
+    got = yield Q.one_or_conflict(f"SELECT {tx.schema}.{name}({', '.join(sql)})", params)
     result: int = -1 if got is None else got[0]
     return result
 
