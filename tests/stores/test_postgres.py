@@ -67,6 +67,23 @@ def test_urls_and_options(postgres_server: PostgresServer) -> None:
         asyncio.run(aopen_store(postgres_server.fresh_url(), workers=2, pool_size=3))
 
 
+@pytest.mark.parametrize(
+    "url, parts",
+    [
+        ("postgresql://u:p%40ss@db.example:6432/app", ("db.example", 6432, "u", "p@ss", "app")),
+        ("postgres://me@[::1]:5/d%20b", ("::1", 5, "me", None, "d b")),
+        ("postgresql:///app?host=/run/postgresql", (None, None, None, None, "app")),
+        ("postgresql://h", ("h", None, None, None, None)),
+    ],
+)
+def test_postgres_urls_are_parsed(url: str, parts: tuple[Any, ...]) -> None:
+    from convomem.stores.url import parse_store_url
+
+    parsed = parse_store_url(url)
+    assert (parsed.host, parsed.port, parsed.user, parsed.password, parsed.database) == parts
+    assert "p@ss" not in repr(parsed) and "p%40ss" not in str(parsed)
+
+
 def test_the_password_is_never_shown(postgres_server: PostgresServer) -> None:
     secret = "hunter2-s3cret"
     url = f"postgresql://postgres:{secret}@127.0.0.1:{postgres_server.port}/postgres?schema=pw"
