@@ -25,16 +25,16 @@ from .records import decode_counts, decode_rows, encode_cursor
 
 __all__ = ["Key", "Q", "Row", "Tx"]
 
-Fetch = Literal["run", "one", "all", "many", "committed", "one_or_conflict"]
+Fetch = Literal["run", "one", "all", "one_or_conflict", "committed"]
 
 
 class Q(NamedTuple):
     """One statement: ``run`` gives the row count, ``one`` a row or None, ``all`` the
-    rows, ``many`` runs it once per parameter row (``executemany``); ``committed`` is no
-    statement (see ``committed()``)."""
+    rows, ``one_or_conflict`` see its constructor; ``committed`` is no statement (see
+    ``committed()``)."""
 
     sql: str
-    params: Sequence[Any] | Iterable[Sequence[Any]]
+    params: Sequence[Any]
     fetch: Fetch
 
     @classmethod
@@ -48,10 +48,6 @@ class Q(NamedTuple):
     @classmethod
     def all(cls, sql: str, params: Sequence[Any] = ()) -> Q:
         return cls(sql, params, "all")
-
-    @classmethod
-    def many(cls, sql: str, rows: Iterable[Sequence[Any]]) -> Q:
-        return cls(sql, rows, "many")
 
     @classmethod
     def one_or_conflict(cls, sql: str, params: Sequence[Any] = ()) -> Q:

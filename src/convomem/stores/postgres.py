@@ -162,18 +162,14 @@ class PostgresDatabase:
             if q.fetch == "committed":
                 counter.add(transactions=1)
                 return None
-            if q.fetch == "many":
-                cur.executemany(q.sql, q.params)
-                counter.add(statements=1)
-                return cur.rowcount
             if q.fetch == "one_or_conflict":
                 counter.add(statements=1)
                 try:
-                    cur.execute(q.sql, q.params)  # type: ignore[arg-type]
+                    cur.execute(q.sql, q.params)
                 except psycopg.errors.UniqueViolation:
                     return None
                 return cur.fetchone()
-            cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
+            cur.execute(q.sql, q.params or None)
             if q.fetch == "run":
                 counter.add(statements=1, transactions=q.sql == "COMMIT")
                 return cur.rowcount

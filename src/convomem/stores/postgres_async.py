@@ -114,18 +114,14 @@ class AsyncPostgresDatabase:
             if q.fetch == "committed":
                 counter.add(transactions=1)
                 return None
-            if q.fetch == "many":
-                await cur.executemany(q.sql, q.params)
-                counter.add(statements=1)
-                return cur.rowcount
             if q.fetch == "one_or_conflict":
                 counter.add(statements=1)
                 try:
-                    await cur.execute(q.sql, q.params)  # type: ignore[arg-type]
+                    await cur.execute(q.sql, q.params)
                 except psycopg.errors.UniqueViolation:
                     return None
                 return await cur.fetchone()
-            await cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
+            await cur.execute(q.sql, q.params or None)
             if q.fetch == "run":
                 counter.add(statements=1, transactions=q.sql == "COMMIT")
                 return cur.rowcount
