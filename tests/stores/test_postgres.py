@@ -255,3 +255,41 @@ def test_a_forked_child_gets_its_own_connections(postgres_server: PostgresServer
         assert os.waitstatus_to_exitcode(status) == 0
         assert s.append([msg(2)]) == 3  # the parent's pool still works
         assert s.get_items() == [msg(0), msg(1), msg(2)]
+
+
+def test_through_pgbouncer_in_transaction_mode(pgbouncer: Any) -> None:
+    """Every call works with its transactions spread over PgBouncer's 2 server
+    connections: migrations, both append paths, state, reads, from threads, and async."""
+    import threading
+
+    url = pgbouncer.fresh_url()
+    with open_store(url, pool_size=4) as db:
+        s = db.session("shared", user_id="u")
+
+        def writer(k: int) -> None:
+            for i in range(15):
+                s.append([msg(f"{k}-{i}")])
+                if i % 5 == 0:
+                    s.append([msg(f"{k}-{i}")])  # a replay: the careful path
+                s.get_items(3)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        entries, _ = s.entries(None, 100)
+        assert [e.seq for e in entries] == list(range(1, 61))
+        for k in range(4):
+            own = [e.message.id for e in entries if e.message.id.startswith(f"m{k}-")]
+            assert own == [f"m{k}-{i}" for i in range(15)]
+        assert s.save_state({"x": 1}, expected_version=0) == 1
+        assert db.erase_user("u") == 1
+
+    async def run() -> list[Message]:
+        async with await aopen_store(url, workers=3) as adb:
+            a = adb.session("async")
+            await asyncio.gather(*(a.append([msg(f"a{k}")]) for k in range(6)))
+            return await a.get_items()
+
+    assert sorted(m.id for m in asyncio.run(run())) == [f"ma{k}" for k in range(6)]
