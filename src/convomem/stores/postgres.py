@@ -17,6 +17,9 @@
 - **Scope.** Every statement names the tenant; messages are reached only through the
   session row of that tenant. ``?schema=name`` keeps convomem's tables in a schema of
   their own (created when missing).
+- **Erasure.** ``erase_user``, ``delete_session`` and ``sweep`` delete the rows at once
+  (invisible to every reader); PostgreSQL reclaims their space at the next ``VACUUM``
+  (autovacuum), so run ``VACUUM`` when erased data must also leave the disk now.
 - **Faults.** A lock held past ``lock_timeout`` (default 5 s), a serialization failure,
   a deadlock, a dropped or refused connection and an exhausted pool are a
   ``TransientError``; each call is retried by the database's ``RetryPolicy`` (by default
