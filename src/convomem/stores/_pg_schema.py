@@ -14,7 +14,8 @@ A plain schema anyone can query with ``psql``, the same shape as SQLite's
   ``jsonb`` refuses; ``data::jsonb`` queries it); deleting a session deletes its messages.
 - ``convomem_append(...)``: the common append (every message new, the expectations met)
   as one statement, so an append costs one round trip; anything else returns -1 and the
-  client takes the careful path in a transaction.
+  client takes the careful path in a transaction. ``convomem_append_one``: the same for
+  one message, given as scalars.
 - ``convomem_migrations``: the name and time of every migration applied.
 
 Migrations run in one transaction holding ``pg_advisory_xact_lock`` keyed by the schema,
@@ -87,58 +88,77 @@ def _m0001_sessions_and_messages(s: str) -> list[str]:
     ]
 
 
+_APPEND: Final = """CREATE FUNCTION {s}.{name}(
+    p_tenant text, p_session text, p_user text, p_now double precision,
+    p_expires double precision, p_refresh boolean, p_lock_timeout text,
+    p_ids text{arr}, p_data text{arr}, p_counts text{arr},
+    p_expected_seq bigint, p_has_state boolean, p_state text, p_expected_version bigint
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    r record;
+    n bigint := {n};
+BEGIN
+    PERFORM set_config('lock_timeout', p_lock_timeout, true);
+    UPDATE {s}.convomem_sessions SET
+        next_seq = next_seq + n,
+        last_seq = next_seq + n - 1,
+        message_count = message_count + n,
+        updated_at = p_now,
+        expires_at = CASE WHEN p_refresh THEN p_expires ELSE expires_at END,
+        state = CASE WHEN p_has_state THEN p_state ELSE state END,
+        state_version = state_version + CASE WHEN p_has_state THEN 1 ELSE 0 END
+     WHERE tenant = p_tenant AND session_id = p_session
+       AND (expires_at IS NULL OR expires_at > p_now)
+       AND (p_user IS NULL OR user_id = p_user)
+       AND (p_expected_seq IS NULL OR last_seq = p_expected_seq)
+       AND (p_expected_version IS NULL OR state_version = p_expected_version)
+    RETURNING pk, next_seq - n AS start INTO r;
+    IF NOT FOUND THEN
+        -- A new session, or one this call must not write (expired, another owner, a
+        -- missed expectation): the latter conflicts below and the client decides.
+        IF coalesce(p_expected_seq, 0) <> 0 OR coalesce(p_expected_version, 0) <> 0
+        THEN RETURN -1; END IF;
+        INSERT INTO {s}.convomem_sessions (tenant, session_id, user_id, created_at,
+               updated_at, expires_at, next_seq, last_seq, message_count, state,
+               state_version)
+        VALUES (p_tenant, p_session, p_user, p_now, p_now, p_expires, 1 + n, n, n,
+               CASE WHEN p_has_state THEN p_state END,
+               CASE WHEN p_has_state THEN 1 ELSE 0 END)
+        ON CONFLICT (tenant, session_id) DO NOTHING
+        RETURNING pk, 1::bigint AS start INTO r;
+        IF NOT FOUND THEN RETURN -1; END IF;
+    END IF;
+    {insert};
+    RETURN r.start + n - 1;
+END
+$fn$"""
+
+
 def _m0002_append_function(s: str) -> list[str]:
-    # Every writer locks the session row first (FOR UPDATE), so after the EXISTS probe
-    # no other transaction can insert into this session before the INSERT below.
+    # The UPDATE of the session's row decides (the expectations in its WHERE, which READ
+    # COMMITTED re-checks on the newest row version) and locks it: every writer locks
+    # that row first, so no other one inserts into this session meanwhile. A re-sent id
+    # makes the INSERT fail on UNIQUE (session_pk, message_id): the whole statement rolls
+    # back and the client takes the careful path (cheaper than probing every id first).
+    # The one-message twin takes scalars: psycopg adapts a Python list in Python, which
+    # would cost as much as the server's work.
+    insert = f"INSERT INTO {s}.convomem_messages (session_pk, seq, message_id, data, counts) "
     return [
-        f"""CREATE FUNCTION {s}.convomem_append(
-            p_tenant text, p_session text, p_user text, p_now double precision,
-            p_expires double precision, p_refresh boolean, p_lock_timeout text,
-            p_ids text[], p_data text[], p_counts text[],
-            p_expected_seq bigint, p_has_state boolean, p_state text,
-            p_expected_version bigint
-        ) RETURNS bigint LANGUAGE plpgsql AS $fn$
-        DECLARE
-            r record;
-            n bigint := cardinality(p_ids);
-        BEGIN
-            PERFORM set_config('lock_timeout', p_lock_timeout, true);
-            SELECT pk, user_id, expires_at, next_seq, last_seq, state_version INTO r
-              FROM {s}.convomem_sessions
-             WHERE tenant = p_tenant AND session_id = p_session FOR UPDATE;
-            IF NOT FOUND THEN
-                IF coalesce(p_expected_seq, 0) <> 0 OR coalesce(p_expected_version, 0) <> 0
-                THEN RETURN -1; END IF;
-                INSERT INTO {s}.convomem_sessions
-                       (tenant, session_id, user_id, created_at, updated_at, expires_at)
-                VALUES (p_tenant, p_session, p_user, p_now, p_now, p_expires)
-                ON CONFLICT (tenant, session_id) DO NOTHING
-                RETURNING pk, user_id, expires_at, next_seq, last_seq, state_version INTO r;
-                IF NOT FOUND THEN RETURN -1; END IF;
-            ELSIF (r.expires_at IS NOT NULL AND r.expires_at <= p_now)
-                OR (p_user IS NOT NULL AND r.user_id IS DISTINCT FROM p_user)
-                OR (p_expected_seq IS NOT NULL AND p_expected_seq <> r.last_seq)
-                OR (p_expected_version IS NOT NULL AND p_expected_version <> r.state_version)
-                OR EXISTS (SELECT 1 FROM {s}.convomem_messages
-                            WHERE session_pk = r.pk AND message_id = ANY (p_ids))
-            THEN
-                RETURN -1;
-            END IF;
-            INSERT INTO {s}.convomem_messages (session_pk, seq, message_id, data, counts)
-            SELECT r.pk, r.next_seq + b.o - 1, b.i, b.d, b.c
-              FROM unnest(p_ids, p_data, p_counts) WITH ORDINALITY AS b (i, d, c, o);
-            UPDATE {s}.convomem_sessions SET
-                next_seq = r.next_seq + n,
-                last_seq = r.next_seq + n - 1,
-                message_count = message_count + n,
-                updated_at = p_now,
-                expires_at = CASE WHEN p_refresh THEN p_expires ELSE expires_at END,
-                state = CASE WHEN p_has_state THEN p_state ELSE state END,
-                state_version = state_version + CASE WHEN p_has_state THEN 1 ELSE 0 END
-             WHERE pk = r.pk;
-            RETURN r.next_seq + n - 1;
-        END
-        $fn$""",
+        _APPEND.format(
+            s=s,
+            name="convomem_append",
+            arr="[]",
+            n="cardinality(p_ids)",
+            insert=insert + "SELECT r.pk, r.start + b.o - 1, b.i, b.d, b.c "
+            "FROM unnest(p_ids, p_data, p_counts) WITH ORDINALITY AS b (i, d, c, o)",
+        ),
+        _APPEND.format(
+            s=s,
+            name="convomem_append_one",
+            arr="",
+            n="1",
+            insert=insert + "VALUES (r.pk, r.start, p_ids, p_data, p_counts)",
+        ),
     ]
 
 

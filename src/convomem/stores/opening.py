@@ -96,7 +96,7 @@ def _postgres_options(
     parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """libpq's connection parameters and the backend's options of a PostgreSQL URL."""
-    from .postgres import LIBPQ_OPTIONS, conninfo_of
+    from ._pg_settings import LIBPQ_OPTIONS, conninfo_of
 
     libpq = {k: v for k, v in parsed.options.items() if k in LIBPQ_OPTIONS}
     ours = {k: v for k, v in parsed.options.items() if k not in LIBPQ_OPTIONS}

@@ -5,16 +5,21 @@
 ``SessionStore``). The semantics are the backend-neutral ones of
 ``convomem.stores.database``; what is PostgreSQL's own:
 
-- **Connections** come from a pool (``pool_size``, default 10), in autocommit mode;
-  writes open their own transaction (``BEGIN; SET LOCAL lock_timeout``). No statement is
-  prepared on the server (``prepare_threshold=None``) and no session-level setting is
-  relied on, so PgBouncer in transaction mode works.
+- **Connections**: the one that migrated the schema at open stays as a spare, used by
+  one call at a time; calls that overlap it take one from a pool (``pool_size``, default
+  10, opened on demand). All in autocommit mode; writes open their own transaction
+  (``BEGIN; SET LOCAL lock_timeout``). No statement is prepared on the server
+  (``prepare_threshold=None``) and no session-level setting is relied on, so PgBouncer
+  in transaction mode works. A child forked with the database open makes its own.
 - **One round trip per call** in the common cases: a read is one statement (the
   session's row joined to the page of its log), an append of new messages one call of
   the server-side function ``convomem_append`` (``convomem.stores._pg_schema``).
 - **Scope.** Every statement names the tenant; messages are reached only through the
   session row of that tenant. ``?schema=name`` keeps convomem's tables in a schema of
   their own (created when missing).
+- **Erasure.** ``erase_user``, ``delete_session`` and ``sweep`` delete the rows at once
+  (invisible to every reader); PostgreSQL reclaims their space at the next ``VACUUM``
+  (autovacuum), so run ``VACUUM`` when erased data must also leave the disk now.
 - **Faults.** A lock held past ``lock_timeout`` (default 5 s), a serialization failure,
   a deadlock, a dropped or refused connection and an exhausted pool are a
   ``TransientError``; each call is retried by the database's ``RetryPolicy`` (by default
@@ -30,15 +35,14 @@ own connection parameters (``sslmode``, ``host`` for a Unix socket,
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
-from .. import _check, _io
-from ..errors import ConfigError, StoreError, TransientError
+from .. import _io
+from ..errors import StoreError
 from ..model import Message
-from ..retry import RetryPolicy
 from . import _pg_ops as ops
 from ._pg_calls import (
     Call,
@@ -49,173 +53,19 @@ from ._pg_calls import (
     sessions_call,
     sweep_call,
 )
-from ._pg_schema import migrate, quote_schema
+from ._pg_schema import migrate
+from ._pg_settings import (
+    LIBPQ_OPTIONS,
+    ConnectionPool,
+    Counter,
+    Settings,
+    psycopg,
+)
 from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
-
-try:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-    from psycopg_pool import ConnectionPool, PoolTimeout
-except ImportError as _missing:  # pragma: no cover - depends on the environment
-    raise ConfigError(
-        "the postgresql backend needs psycopg 3 and psycopg-pool: "
-        "pip install 'convomem[postgresql]'"
-    ) from _missing
 
 __all__ = ["LIBPQ_OPTIONS", "PostgresDatabase", "PostgresSession"]
 
 T = TypeVar("T")
-
-LIBPQ_OPTIONS: Final = frozenset(
-    {
-        "host",
-        "hostaddr",
-        "sslmode",
-        "sslrootcert",
-        "sslcert",
-        "sslkey",
-        "sslcrl",
-        "sslnegotiation",
-        "channel_binding",
-        "gssencmode",
-        "application_name",
-        "target_session_attrs",
-        "keepalives",
-        "keepalives_idle",
-        "keepalives_interval",
-        "keepalives_count",
-        "tcp_user_timeout",
-        "passfile",
-        "service",
-    }
-)
-"""Query parameters of a URL handed to libpq as they are."""
-
-# SQLSTATEs a retry can cure: lock_not_available, serialization_failure,
-# deadlock_detected, too_many_connections, and the server shutting down or starting.
-_TRANSIENT: Final = frozenset({"55P03", "40001", "40P01", "53300", "57P01", "57P02", "57P03"})
-# A connection refused with these words (no SQLSTATE is given then) is worth a retry.
-_PASSING: Final = ("starting up", "shutting down", "too many", "recovery mode", "terminat")
-
-
-class Settings:
-    """The options of a database, checked once, shared by the sync and async twins."""
-
-    def __init__(
-        self,
-        conninfo: Mapping[str, Any],
-        *,
-        schema: str = "public",
-        ttl: float | TTLPolicy | None = None,
-        ttl_refresh: str = "write",
-        lock_timeout: float = 5.0,
-        pool_size: int = 10,
-        connect_timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        clock: Callable[[], float] = time.time,
-        url: str | None = None,
-    ) -> None:
-        if isinstance(ttl, TTLPolicy):
-            if ttl_refresh != "write":
-                raise ConfigError(
-                    f"ttl_refresh={ttl_refresh!r}: give it inside the TTLPolicy passed as ttl"
-                )
-            self.ttl = ttl
-        else:
-            self.ttl = TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
-        self.retry = RetryPolicy() if retry is None else retry
-        self.clock = _check.function("clock", clock, "() -> epoch seconds")
-        timeout = _check.number("lock_timeout", lock_timeout, minimum=0.0, low_open=True)
-        self.lock_timeout = timeout
-        self.lock_ms = max(1, round(timeout * 1000))
-        self.pool_size = _check.positive_int("pool_size", pool_size)
-        self.connect_timeout = _check.number(
-            "connect_timeout", connect_timeout, minimum=0.0, low_open=True
-        )
-        self.schema_name = schema
-        self.schema = quote_schema(schema)
-        params = {k: v for k, v in conninfo.items() if v is not None}
-        # libpq's connect_timeout is whole seconds, at least 2.
-        params["connect_timeout"] = max(2, round(self.connect_timeout))
-        self.conninfo = make_conninfo("", **params)
-        shown = url or "postgresql://" + str(params.get("host", ""))
-        self.url = shown
-        self.where = f"postgresql {shown}"
-
-    def tx(self) -> ops.Tx:
-        return ops.Tx(self.schema, self.clock(), self.ttl, self.lock_ms)
-
-    def translate(self, exc: BaseException) -> BaseException:
-        """A driver's error as a convomem one (other errors as they are)."""
-        if isinstance(exc, PoolTimeout):
-            return TransientError(
-                f"{self.where}: no connection within {self.connect_timeout}s "
-                f"(pool_size={self.pool_size}; is the server up?): {exc}"
-            )
-        if not isinstance(exc, psycopg.Error):
-            return exc
-        state = exc.sqlstate
-        text = str(exc).strip()
-        name = type(exc).__name__
-        if state == "55P03":
-            return TransientError(
-                f"{self.where}: the session is locked by another writer "
-                f"(waited the lock_timeout of {self.lock_timeout}s): {text}"
-            )
-        connection = isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
-            state is None or state.startswith("08")
-        )
-        if connection and "FATAL:" in text and not any(m in text for m in _PASSING):
-            # Refused by the server at connect time: a missing database or role, a failed
-            # authentication. Trying again will not fix it.
-            return StoreError(f"{self.where}: {name}: {text}")
-        if connection or state in _TRANSIENT:
-            return TransientError(f"{self.where}: {name}: {text}")
-        return StoreError(f"{self.where}: {name}: {text}")
-
-
-class Counter:
-    """The work ``StoreStats`` reports, shared by every connection of a database."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.counts = [0, 0, 0]  # statements, transactions, rows read
-
-    def add(self, statements: int = 0, transactions: int = 0, rows: int = 0) -> None:
-        with self.lock:
-            self.counts[0] += statements
-            self.counts[1] += transactions
-            self.counts[2] += rows
-
-    def stats(self) -> StoreStats:
-        with self.lock:
-            s, t, r = self.counts
-        return StoreStats(statements=s, transactions=t, rows_read=r)
-
-
-def conninfo_of(
-    host: str | None,
-    port: int | None,
-    user: str | None,
-    password: str | None,
-    database: str | None,
-    libpq: Mapping[str, str],
-) -> dict[str, Any]:
-    """libpq's connection parameters from a URL's parts."""
-    out: dict[str, Any] = {
-        "host": host,
-        "port": port,
-        "user": user,
-        "password": password,
-        "dbname": database,
-    }
-    for name, value in libpq.items():
-        if name not in LIBPQ_OPTIONS:
-            raise ConfigError(f"{name}={value!r}: not a libpq option this backend passes on")
-        out[name] = value
-    return out
 
 
 class PostgresDatabase:
@@ -237,26 +87,73 @@ class PostgresDatabase:
         self.ttl: TTLPolicy = s.ttl
         self._retry = s.retry
         self._counter = Counter()
-        self._pool = ConnectionPool(
+        self._closed = False
+        self._pid = os.getpid()
+        self._inherited: list[Any] = []
+        self._spare: psycopg.Connection[Any] | None = None
+        self._spare_lock = threading.Lock()
+        self._pool = self._new_pool()
+        self._retry.call(self._open)
+        self._pool.open(wait=False)
+
+    def _new_pool(self) -> ConnectionPool[Any]:
+        s = self._settings
+        return ConnectionPool(
             s.conninfo,
-            min_size=1,
+            min_size=0,  # the spare connection serves one caller at a time
             max_size=s.pool_size,
             kwargs={"autocommit": True, "prepare_threshold": None},
             timeout=s.connect_timeout,
             open=False,
             name="convomem",
         )
-        self._retry.call(self._open)
-        self._pool.open(wait=False)
+
+    def _pool_here(self) -> ConnectionPool[Any]:
+        """The pool of this process: a child forked with the database open gets its own
+        (the parent's connections are kept, never used nor closed, in the child)."""
+        if self._pid != os.getpid():
+            self._inherited += [self._pool, self._spare]
+            self._spare = None
+            self._pool = self._new_pool()
+            self._pid = os.getpid()
+            self._pool.open(wait=False)
+        return self._pool
 
     def _open(self) -> None:
-        """Migrate on a connection of its own (a clear error when connecting fails)."""
+        """Connect (a clear error when that fails) and migrate; the connection stays as
+        the spare, so a database opened to serve one call connects once."""
         s = self._settings
         try:
-            with psycopg.connect(s.conninfo, autocommit=True, prepare_threshold=None) as conn:
+            conn = psycopg.connect(s.conninfo, autocommit=True, prepare_threshold=None)
+            try:
                 self._drive(conn, migrate(s.schema, s.schema_name))
+            except BaseException:
+                conn.close()
+                raise
         except BaseException as exc:
             raise s.translate(exc) from exc
+        self._spare = conn
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """The spare connection when it is free, else one of the pool."""
+        pool = self._pool_here()
+        with self._spare_lock:
+            conn, self._spare = self._spare, None
+        if conn is None or conn.closed:
+            with pool.connection() as pooled:
+                yield pooled
+            return
+        try:
+            yield conn
+        finally:
+            idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if idle and not self._closed:
+                with self._spare_lock:
+                    if self._spare is None:
+                        self._spare, conn = conn, None
+            if conn is not None:
+                conn.close()
 
     # -- the driver ------------------------------------------------------------------
 
@@ -268,11 +165,14 @@ class PostgresDatabase:
             if q.fetch == "committed":
                 counter.add(transactions=1)
                 return None
-            if q.fetch == "many":
-                cur.executemany(q.sql, q.params)
+            if q.fetch == "one_or_conflict":
                 counter.add(statements=1)
-                return cur.rowcount
-            cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
+                try:
+                    cur.execute(q.sql, q.params)
+                except psycopg.errors.UniqueViolation:
+                    return None
+                return cur.fetchone()
+            cur.execute(q.sql, q.params or None)
             if q.fetch == "run":
                 counter.add(statements=1, transactions=q.sql == "COMMIT")
                 return cur.rowcount
@@ -296,7 +196,7 @@ class PostgresDatabase:
         s = self._settings
         tx = s.tx()
         try:
-            with self._pool.connection() as conn:
+            with self._connection() as conn:
                 result: T = self._drive(conn, call.fn(tx))
                 return result
         except BaseException as exc:
@@ -306,7 +206,7 @@ class PostgresDatabase:
             raise error from exc
 
     def _run(self, call: Call[T]) -> T:
-        if self._pool.closed:
+        if self._closed:
             raise StoreError(f"{self._settings.where}: the database is closed")
         result: T = self._retry.call(self._attempt, call)
         return result
@@ -350,8 +250,14 @@ class PostgresDatabase:
         return self._counter.stats()
 
     def close(self) -> None:
-        """Close every connection of the pool."""
-        self._pool.close()
+        """Close every connection of the pool (in a forked child, only its own)."""
+        self._closed = True
+        if self._pid == os.getpid():
+            with self._spare_lock:
+                spare, self._spare = self._spare, None
+            if spare is not None:
+                spare.close()
+            self._pool.close()
 
     def __enter__(self) -> PostgresDatabase:
         return self

@@ -15,11 +15,11 @@ send the batch again.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .. import _io
-from ..errors import ConfigError, StoreError
+from ..errors import StoreError
 from ..model import Message
 from . import _pg_ops as ops
 from ._pg_calls import (
@@ -32,17 +32,8 @@ from ._pg_calls import (
     sweep_call,
 )
 from ._pg_schema import migrate
+from ._pg_settings import AsyncConnectionPool, Counter, Settings, psycopg
 from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
-from .postgres import Counter, Settings
-
-try:
-    import psycopg
-    from psycopg_pool import AsyncConnectionPool
-except ImportError as _missing:  # pragma: no cover - depends on the environment
-    raise ConfigError(
-        "the postgresql backend needs psycopg 3 and psycopg-pool: "
-        "pip install 'convomem[postgresql]'"
-    ) from _missing
 
 __all__ = ["AsyncPostgresDatabase", "AsyncPostgresSession"]
 
@@ -57,6 +48,8 @@ class AsyncPostgresDatabase:
     def __init__(self, settings: Settings, pool: AsyncConnectionPool[Any]) -> None:
         self._settings = settings
         self._pool = pool
+        self._spare: psycopg.AsyncConnection[Any] | None = None
+        self._closed = False
         self._counter = Counter()
         self._retry = settings.retry
         self.url: str = settings.url
@@ -68,7 +61,7 @@ class AsyncPostgresDatabase:
         s = Settings(conninfo, **options)
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             s.conninfo,
-            min_size=1,
+            min_size=0,  # the spare connection serves one caller at a time
             max_size=s.pool_size,
             kwargs={"autocommit": True, "prepare_threshold": None},
             timeout=s.connect_timeout,
@@ -81,14 +74,37 @@ class AsyncPostgresDatabase:
         return db
 
     async def _migrate(self) -> None:
+        """Connect and migrate; the connection stays as the spare (see the sync twin)."""
         s = self._settings
         try:
-            async with await psycopg.AsyncConnection.connect(
+            conn = await psycopg.AsyncConnection.connect(
                 s.conninfo, autocommit=True, prepare_threshold=None
-            ) as conn:
+            )
+            try:
                 await self._drive(conn, migrate(s.schema, s.schema_name))
+            except BaseException:
+                await conn.close()
+                raise
         except BaseException as exc:
             raise s.translate(exc) from exc
+        self._spare = conn
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The spare connection when it is free, else one of the pool."""
+        conn, self._spare = self._spare, None
+        if conn is None or conn.closed:
+            async with self._pool.connection() as pooled:
+                yield pooled
+            return
+        try:
+            yield conn
+        finally:
+            idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if idle and not self._closed and self._spare is None:
+                self._spare, conn = conn, None
+            if conn is not None:
+                await conn.close()
 
     async def _drive(self, conn: psycopg.AsyncConnection[Any], gen: ops.Op) -> Any:
         counter = self._counter
@@ -98,11 +114,14 @@ class AsyncPostgresDatabase:
             if q.fetch == "committed":
                 counter.add(transactions=1)
                 return None
-            if q.fetch == "many":
-                await cur.executemany(q.sql, q.params)
+            if q.fetch == "one_or_conflict":
                 counter.add(statements=1)
-                return cur.rowcount
-            await cur.execute(q.sql, q.params or None)  # type: ignore[arg-type]
+                try:
+                    await cur.execute(q.sql, q.params)
+                except psycopg.errors.UniqueViolation:
+                    return None
+                return await cur.fetchone()
+            await cur.execute(q.sql, q.params or None)
             if q.fetch == "run":
                 counter.add(statements=1, transactions=q.sql == "COMMIT")
                 return cur.rowcount
@@ -126,7 +145,7 @@ class AsyncPostgresDatabase:
         s = self._settings
         tx = s.tx()
         try:
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 result: T = await self._drive(conn, call.fn(tx))
                 return result
         except BaseException as exc:
@@ -136,7 +155,7 @@ class AsyncPostgresDatabase:
             raise error from exc
 
     async def _arun(self, call: Call[T]) -> T:
-        if self._pool.closed:
+        if self._closed:
             raise StoreError(f"{self._settings.where}: the database is closed")
         result: T = await self._retry.acall(self._attempt, call)
         return result
@@ -178,6 +197,10 @@ class AsyncPostgresDatabase:
 
     async def aclose(self) -> None:
         """Close every connection of the pool."""
+        self._closed = True
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await spare.close()
         await self._pool.close()
 
     async def __aenter__(self) -> AsyncPostgresDatabase:
