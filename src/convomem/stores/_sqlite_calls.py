@@ -9,7 +9,6 @@ one in a worker thread. So the twins cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .. import _check
@@ -33,12 +32,14 @@ from .records import (
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     """An operation ready to run: ``fn(tx)``, inside a write transaction when ``write``."""
 
-    fn: Callable[[ops.Tx], T]
-    write: bool
+    __slots__ = ("fn", "write")
+
+    def __init__(self, fn: Callable[[ops.Tx], T], write: bool) -> None:
+        self.fn = fn
+        self.write = write
 
 
 def check_session_key(session_id: object, user_id: object, tenant: object) -> ops.Key:
@@ -53,10 +54,15 @@ def check_session_key(session_id: object, user_id: object, tenant: object) -> op
 class SessionCalls:
     """The calls of one session handle; the sync and async sessions derive from it."""
 
-    __slots__ = ("_key", "session_id", "tenant", "user_id")
+    __slots__ = ("_hint", "_key", "session_id", "tenant", "user_id")
 
     def __init__(self, key: ops.Key) -> None:
         self._key = key
+        # [pk, next_seq] of the session as this handle last saw it (0: unknown): an append
+        # claims its seqs with one UPDATE by rowid. A stale hint (another writer appended,
+        # the session was deleted and made again) matches no row and sends that append
+        # down the careful path, which refreshes it.
+        self._hint = [0, 0]
         self.session_id: str = key.session_id
         self.user_id: str | None = key.user_id
         self.tenant: str | None = key.tenant_or_none
@@ -118,18 +124,21 @@ class SessionCalls:
                 "expected_version=None: required with state= (saving state is a "
                 "compare-and-set; load_state() gives the current version)"
             )
-        given = {} if counts is None else check_counts(counts)
-        ids = {m.id for m in batch}
-        for mid in given:
-            if mid not in ids:
-                raise ConfigError(
-                    f"counts[{mid!r}]: not a message of this batch (set_counts stores "
-                    "counts of messages already stored)"
-                )
-        texts = {mid: dumps(c) for mid, c in given.items()}
-        key = self._key
+        texts: dict[str, str] = {}
+        if counts is not None:
+            given = check_counts(counts)
+            ids = {m.id for m in batch}
+            for mid in given:
+                if mid not in ids:
+                    raise ConfigError(
+                        f"counts[{mid!r}]: not a message of this batch (set_counts stores "
+                        "counts of messages already stored)"
+                    )
+            texts = {mid: dumps(c) for mid, c in given.items()}
+        key, hint = self._key, self._hint
         return Call(
-            lambda tx: writes.append(tx, key, batch, seq, text, has_state, version, texts), True
+            lambda tx: writes.append(tx, key, batch, seq, text, has_state, version, texts, hint),
+            True,
         )
 
     def _pop_item(self) -> Call[Message | None]:
