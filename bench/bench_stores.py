@@ -73,9 +73,7 @@ def timed(out: dict[str, list[tuple[float, float]]], name: str) -> Iterator[None
     try:
         yield
     finally:
-        out.setdefault(name, []).append(
-            (time.process_time() - cpu, time.perf_counter() - wall)
-        )
+        out.setdefault(name, []).append((time.process_time() - cpu, time.perf_counter() - wall))
         gc.enable()
 
 
@@ -152,8 +150,7 @@ def report(
     fc, fw = best(results[floor])
     verdict = "met" if oc / fc <= target else "MISSED"
     print(
-        f"  {own} / {floor}: cpu {oc / fc:.2f}x  wall {ow / fw:.2f}x  "
-        f"(target {target}x: {verdict})"
+        f"  {own} / {floor}: cpu {oc / fc:.2f}x  wall {ow / fw:.2f}x  (target {target}x: {verdict})"
     )
     for name in extra:
         ec, ew = best(results[name])
