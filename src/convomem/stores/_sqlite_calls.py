@@ -19,6 +19,7 @@ from . import _sqlite_writes as writes
 from .base import check_limit
 from .database import Counts, LogEntry, SessionInfo
 from .records import (
+    EncodedMessage,
     check_counts,
     check_expected,
     check_json_object,
@@ -40,6 +41,19 @@ class Call(Generic[T]):
     def __init__(self, fn: Callable[[ops.Tx], T], write: bool) -> None:
         self.fn = fn
         self.write = write
+
+
+def _encode(messages: object) -> list[EncodedMessage]:
+    """``encode_messages``, with the common batch of one message (an agent's turn) done
+    inline: the same result, without the generic checks a one-item list cannot fail."""
+    if type(messages) is list and len(messages) == 1:
+        m = messages[0]
+        if type(m) is Message:
+            try:
+                return [EncodedMessage(m.id, dumps(m.to_dict()), m)]
+            except (TypeError, ValueError):
+                pass  # encode_messages raises the error that names it
+    return encode_messages(messages)
 
 
 def check_session_key(session_id: object, user_id: object, tenant: object) -> ops.Key:
@@ -114,7 +128,7 @@ class SessionCalls:
         expected_version: object,
         counts: Counts | None,
     ) -> Call[int]:
-        batch = encode_messages(messages)
+        batch = _encode(messages)
         seq = check_expected("expected_seq", expected_seq)
         version = check_expected("expected_version", expected_version)
         has_state = state is not None

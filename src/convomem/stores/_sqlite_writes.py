@@ -109,7 +109,8 @@ def _insert(
     """Insert ``batch`` at seqs ``start``...; how many rows went in."""
     if len(batch) == 1:  # execute is cheaper than executemany for the common single message
         m = batch[0]
-        return tx.conn.run(sql, (pk, start, m.id, m.data, counts.get(m.id))).rowcount
+        tx.conn.counts[0] += 1
+        return tx.conn.raw.execute(sql, (pk, start, m.id, m.data, counts.get(m.id))).rowcount
     rows = [(pk, start + i, m.id, m.data, counts.get(m.id)) for i, m in enumerate(batch)]
     return tx.conn.many(sql, rows)
 
@@ -171,7 +172,9 @@ def _append_fast(
         params += (tx.ttl.expires_at(tx.now), state)
     elif on_write:
         params += (tx.ttl.expires_at(tx.now),)
-    if not tx.conn.run(_CLAIMS[has_state, on_write], params).rowcount:
+    conn = tx.conn
+    conn.counts[0] += 1
+    if not conn.raw.execute(_CLAIMS[has_state, on_write], params).rowcount:
         return None  # nothing was changed: the careful path decides
     if _insert(tx, _INSERT_NEW, pk, start, batch, counts) == n:
         hint[1] = start + n

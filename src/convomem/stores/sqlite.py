@@ -215,12 +215,15 @@ class SQLiteDatabase:
             conn = self._conns.get()  # connecting may meet a lock too: inside the retry
             raw = conn.raw
             tx = ops.Tx(conn, self._clock(), self.ttl)
-            if write:
-                conn.run("BEGIN IMMEDIATE")
+            if not write:
+                return fn(tx)
+            counts = conn.counts
+            raw.execute("BEGIN IMMEDIATE")  # (conn.run, inlined: this is every write's path)
+            counts[0] += 1
             result = fn(tx)
-            if write:
-                conn.run("COMMIT")
-                conn.counts[1] += 1
+            raw.execute("COMMIT")
+            counts[0] += 1
+            counts[1] += 1
             return result
         except BaseException as exc:
             if raw is not None and raw.in_transaction:
