@@ -18,8 +18,9 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+from ..errors import TokenizerError
 from ..model import Chunk, Message, PinPolicy, starts_turn
-from ..tokens import Tokenizer
+from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
 
@@ -73,6 +74,15 @@ STAND_IN: Final = Message(
 )
 """The user turn a context starts with when its first turn cannot lead (a provider such
 as Anthropic needs a user turn first)."""
+
+
+def stand_in_tokens(tokenizer: Tokenizer) -> int:
+    """What ``STAND_IN`` costs. A tokenizer that only trusts given counts (``given``)
+    cannot count it: text convomem wrote, so its text is counted plus the overhead."""
+    try:
+        return tokenizer.count_message(STAND_IN)
+    except TokenizerError:
+        return tokenizer.count(STAND_IN.text()) + PER_MESSAGE_TOKENS
 
 
 def opens_turn(m: Message) -> bool:
@@ -349,7 +359,7 @@ class SessionView:
             stand_in = needs_stand_in(out)
             if not stand_in or reserve:
                 break
-            reserve = self.tokenizer.count_message(STAND_IN)
+            reserve = stand_in_tokens(self.tokenizer)
         if stand_in:
             total += reserve
         fits = total <= self.limit
