@@ -145,9 +145,13 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     stats = mem.stats()
     # The log is complete, untouched by eviction.
     assert mem.messages() == added
-    # Under budget (unless pinned messages alone are over it, which the stats say); the
-    # stand-in user turn an Anthropic request of a view that cannot lead needs counts.
-    cost = request_tokens(ctx) + (APPROX.count_message(STAND_IN) if mem._view().stand_in else 0)
+    # Under budget (unless pinned messages alone are over it, which the stats say); an
+    # Anthropic request of a view that cannot lead has its own view, with a stand-in
+    # user turn, and the stats cover both.
+    view = mem._view()
+    anthropic = request_tokens(view.anthropic or ctx)
+    anthropic += APPROX.count_message(STAND_IN) if view.stand_in else 0
+    cost = max(request_tokens(ctx), anthropic)
     assert stats.context_tokens == cost
     if stats.fits:
         assert cost <= mem.max_tokens

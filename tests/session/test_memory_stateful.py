@@ -233,8 +233,10 @@ def request_tokens(
 ) -> dict[str, int]:
     """What each request costs, counted as the memory counts (per message, plus the reply
     priming): the messages of the view, the OpenAI dicts, the Anthropic request (the
-    view's system messages, then its turns)."""
-    system = [m for m in ctx if m.role == "system"]
+    view's system messages its system field carries, then its turns)."""
+    field = an.get("system") or ""
+    sent = field if isinstance(field, str) else "\n".join(b.get("text", "") for b in field)
+    system = [m for m in ctx if m.role == "system" and m.text() and m.text() in sent]
     turns = from_anthropic(an["messages"]) if an["messages"] else []
     return {
         "messages": TOK.count_messages(ctx) + REPLY_PRIMING_TOKENS,

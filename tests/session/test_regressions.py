@@ -298,3 +298,14 @@ def test_an_empty_system_message_is_not_sent_as_an_empty_anthropic_system() -> N
     assert mem.context("anthropic") == {"messages": [{"role": "user", "content": "Hello!"}]}
     mem.add("system", "Be brief.")
     assert mem.context("anthropic")["system"] == "Be brief."
+
+
+def test_the_stand_in_is_budgeted_with_the_given_tokenizer_too() -> None:
+    """The 'given' tokenizer trusts only given counts: the stand-in (text convomem wrote)
+    is counted from its text, and context() works."""
+    mem = ConversationMemory(200, tokenizer="given", summary=False)
+    mem.add_message(Message("a0", "assistant", 4, content=[ToolUseBlock("c0", "f", {})]))
+    mem.add_message(Message("r1", "tool", 3, content=[ToolResultBlock("c0", "r")]))
+    request = mem.context("anthropic")
+    assert request["messages"][0]["content"] == STAND_IN.content
+    assert mem.stats().context_tokens > 4 + 3

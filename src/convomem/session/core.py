@@ -180,6 +180,8 @@ class SessionCore(Durable):
             if not kept:
                 self._prefix_breaks += 1
         self._prev = v.messages
+        if format == "anthropic" and v.anthropic is not None:
+            return render_context(v.anthropic, format, self._rendered, stand_in=v.stand_in)
         return render_context(v.messages, format, self._rendered, stand_in=v.stand_in)
 
     def _pop_gen(self) -> Gen[Message | None]:

@@ -18,8 +18,9 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+from ..errors import TokenizerError
 from ..model import Chunk, Message, PinPolicy, starts_turn
-from ..tokens import Tokenizer
+from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
 
@@ -57,9 +58,12 @@ class View:
     waiting: int
     fits: bool
     stand_in: bool = False
-    """Whether a request that must start with a user turn needs ``STAND_IN`` first. It is
-    counted in ``tokens`` (every request fits when ``fits``; an OpenAI request, which
-    does not send it, costs that much less)."""
+    """Whether an Anthropic request (which must start with a user turn) needs
+    ``STAND_IN`` before ``anthropic``; it is budgeted."""
+    anthropic: list[Message] | None = None
+    """What an Anthropic request sends (None: ``messages``). It differs when the view's
+    first turn cannot lead: room is made for the stand-in there, not in the other
+    requests. ``tokens`` is the larger of the two, so ``fits`` holds for both."""
 
 
 Step: TypeAlias = FoldOp | CompressOp
@@ -73,6 +77,15 @@ STAND_IN: Final = Message(
 )
 """The user turn a context starts with when its first turn cannot lead (a provider such
 as Anthropic needs a user turn first)."""
+
+
+def stand_in_tokens(tokenizer: Tokenizer) -> int:
+    """What ``STAND_IN`` costs. A tokenizer that only trusts given counts (``given``)
+    cannot count it: text convomem wrote, so its text is counted plus the overhead."""
+    try:
+        return tokenizer.count_message(STAND_IN)
+    except TokenizerError:
+        return tokenizer.count(STAND_IN.text()) + PER_MESSAGE_TOKENS
 
 
 def opens_turn(m: Message) -> bool:
@@ -325,8 +338,9 @@ class SessionView:
 
         Within budget: while a failed compaction waits for a retry, the oldest
         unprotected units are left out of this context (not evicted), then the summary.
-        ``stand_in`` says that an Anthropic request of it must start with ``STAND_IN``
-        (its first turn cannot lead); the stand-in is budgeted like any message.
+        When the view's first turn cannot lead, an Anthropic request of it must start
+        with ``STAND_IN``: ``anthropic`` is then the view made with room for it (``stand_in``
+        says it still needs it), and ``tokens`` / ``fits`` hold for both requests.
         """
         s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
         parts: list[tuple[Unit, list[Message], int]] = []
@@ -337,23 +351,35 @@ class SessionView:
             if msgs:
                 parts.append((u, msgs, tokens))
         full = s_tok + sum(p[2] for p in parts)
-        reserve = 0  # room for the stand-in, once it is known to be needed
-        while True:
-            kept, total, omitted, with_summary = parts, full, 0, summary
-            if total + reserve > self.limit:
-                kept, total, omitted = self._omit(parts, total, self.limit - reserve)
-                if total + reserve > self.limit and summary is not None:
-                    total -= s_tok
-                    with_summary = None
-            out = self._arrange(kept, with_summary)
-            stand_in = needs_stand_in(out)
-            if not stand_in or reserve:
-                break
-            reserve = self.tokenizer.count_message(STAND_IN)
-        if stand_in:
-            total += reserve
-        fits = total <= self.limit
-        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, fits, stand_in)
+        out, total, omitted = self._fit(parts, full, summary, s_tok, 0)
+        anthropic, a_total, stand_in = out, total, False
+        if needs_stand_in(out):  # rare: the Anthropic request gets a view of its own
+            reserve = stand_in_tokens(self.tokenizer)
+            anthropic, a_total, _ = self._fit(parts, full, summary, s_tok, reserve)
+            stand_in = needs_stand_in(anthropic)
+            a_total += reserve if stand_in else 0
+        tokens = max(total, a_total)
+        fits = tokens <= self.limit
+        return View(out, tokens + REPLY_PRIMING_TOKENS, omitted, waiting, fits, stand_in, anthropic)
+
+    def _fit(
+        self,
+        parts: list[tuple[Unit, list[Message], int]],
+        full: int,
+        summary: Message | None,
+        s_tok: int,
+        reserve: int,
+    ) -> tuple[list[Message], int, int]:
+        """The view within ``limit - reserve`` if it can be: the oldest unprotected parts
+        left out, then the summary. Returns its messages, tokens and how many it omits."""
+        limit = self.limit - reserve
+        if full <= limit:
+            return self._arrange(parts, summary), full, 0
+        kept, total, omitted = self._omit(parts, full, limit)
+        if total > limit and summary is not None:
+            total -= s_tok
+            summary = None
+        return self._arrange(kept, summary), total, omitted
 
     def _omit(
         self, parts: list[tuple[Unit, list[Message], int]], total: int, limit: int
