@@ -1,8 +1,8 @@
 """The backend-neutral face of a durable store: protocols and the records they hand out.
 
 ``open_store(url)`` gives a ``StoreDatabase``; ``db.session(session_id, user_id=...,
-tenant=...)`` a ``SessionStore`` for one session. Every backend (SQLite today; Redis and
-PostgreSQL next) implements these protocols with the same semantics, held to them by one
+tenant=...)`` a ``SessionStore`` for one session. Every backend (SQLite, Redis and
+PostgreSQL) implements these protocols with the same semantics, held to them by one
 conformance suite (``tests/stores/test_conformance.py``):
 
 - **Scope.** A session is named by ``(tenant, session_id)``; ``tenant=None`` is a scope
