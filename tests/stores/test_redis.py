@@ -13,12 +13,19 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.crc import key_slot
 
 from _servers_redis import RedisClusterNodes, RedisServer, cli, free_port
-from convomem.errors import ConfigError, MissingDependency, StoreError, TransientError
+from convomem.errors import (
+    ConcurrentUpdate,
+    ConfigError,
+    MissingDependency,
+    StoreError,
+    TransientError,
+)
 from convomem.model import Message
 from convomem.retry import RetryPolicy, retry_if, stop_after_attempt, wait_none
 from convomem.session import ConversationMemory
@@ -232,6 +239,37 @@ def test_a_listing_behind_many_gone_sessions_reads_in_few_round_trips(
         assert [i.session_id for i in page] == ["old"] and cursor is None
         # One HMGET per entry (pipelined) and a few index reads, not one read per entry.
         assert db.stats().statements - before <= 61 + 8
+
+
+def test_a_retry_after_a_lost_reply_applies_a_write_once(redis_server: RedisServer) -> None:
+    """The connection drops after the server applied a pop or a state save, before
+    the reply came back: the RetryPolicy's retry recognizes the call's token instead
+    of popping a second message or reporting its own save as a conflict."""
+    import redis.exceptions as rx
+
+    policy = RetryPolicy(stop=stop_after_attempt(3), wait=wait_none())
+    with open_store(url_of(redis_server.port), retry=policy) as db:
+        s = db.session("s")
+        s.append([msg(0), msg(1), msg(2)])
+        real = db._send
+        lose = {"pop": 1, "save_state": 1}
+
+        def send(request: Any) -> Any:
+            reply = real(request)
+            name = getattr(getattr(request, "script", None), "name", "")
+            if lose.get(name) and reply[0] == b"ok":
+                lose[name] -= 1
+                raise rx.ConnectionError("the reply was lost")
+            return reply
+
+        db._send = send  # type: ignore[method-assign]
+        assert s.pop_item() == msg(2)
+        assert s.save_state({"a": 1}, expected_version=0) == 1
+        assert lose == {"pop": 0, "save_state": 0}
+        assert s.get_items() == [msg(0), msg(1)]
+        assert s.load_state() == ({"a": 1}, 1)
+        with pytest.raises(ConcurrentUpdate):  # another call with the same version
+            s.save_state({"a": 1}, expected_version=0)
 
 
 def test_a_held_lock_fails_writes_only(redis_server: RedisServer) -> None:

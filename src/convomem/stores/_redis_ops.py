@@ -337,19 +337,23 @@ def append(
             alts[at] = have
 
 
-def pop_item(ctx: Ctx, key: Key) -> Gen[Message | None]:
-    confirm: tuple[Any, ...] = ("", "")
-    message: Message | None = None
+def pop_item(ctx: Ctx, key: Key, memo: dict[str, Any]) -> Gen[Message | None]:
+    """Peek at the newest message, decode it (a corrupt one is reported, not removed),
+    then remove it if it is still the newest. ``memo`` outlives a retried attempt: with
+    the call's token it tells a retry that its pop was applied, and what it popped."""
+    token: str = memo["token"]
+    confirm: tuple[Any, ...] = memo.get("confirm", ("", ""))
     while True:
-        reply = yield from session_eval(ctx, key, lua.POP, confirm)
+        reply = yield from session_eval(ctx, key, lua.POP, (*confirm, token))
         if reply[0] == b"none":
             return None
         if reply[0] == b"ok":
-            return message
+            popped: Message = memo["message"]
+            return popped
         seq, mid, data = int(reply[1]), reply[2], reply[3]
         ctx.work.add(rows=1)
-        message = decode_rows(key.session_id, [(seq, mid, data, None)])[0].message
-        confirm = (mid, str(seq))
+        memo["message"] = decode_rows(key.session_id, [(seq, mid, data, None)])[0].message
+        memo["confirm"] = confirm = (mid, str(seq))
 
 
 def simple(script: lua.Script, key: Key, *args: Any) -> Op[None]:
@@ -361,8 +365,10 @@ def simple(script: lua.Script, key: Key, *args: Any) -> Op[None]:
     return run
 
 
-def save_state(ctx: Ctx, key: Key, state: str | None, expected_version: int) -> Gen[int]:
-    args = ("0" if state is None else "1", state or "", str(expected_version))
+def save_state(
+    ctx: Ctx, key: Key, state: str | None, expected_version: int, token: str
+) -> Gen[int]:
+    args = ("0" if state is None else "1", state or "", str(expected_version), token)
     reply = yield from session_eval(ctx, key, lua.SAVE_STATE, args)
     if reply[0] == b"cas":
         raise ConcurrentUpdate(key.session_id, "state_version", int(reply[2]), int(reply[3]))
