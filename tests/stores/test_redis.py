@@ -390,6 +390,10 @@ def test_raw_database_options(redis_server: RedisServer) -> None:
         RedisDatabase(url_of(redis_server.port), retry=3)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="also given in url"):
         open_store(url_of(redis_server.port), prefix="x")
+    with pytest.raises(ConfigError, match="busy_timeout=2: not an option of the redis backend"):
+        open_store(url_of(redis_server.port), busy_timeout=2)
+    with pytest.raises(ConfigError, match="prefix='x': not an option of the sqlite backend"):
+        open_store("sqlite://", prefix="x")
     with open_store(url_of(redis_server.port), ttl=5, ttl_refresh="read") as db:
         assert (db.ttl.seconds, db.ttl.refresh) == (5, "read")
 

@@ -38,6 +38,13 @@ _FROM_TEXT: Final[dict[str, Callable[[str], Any]]] = {
 def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     """The keywords given (None: not given) merged with the URL's query parameters."""
     out = {k: v for k, v in given.items() if v is not None}
+    for name, value in out.items():
+        if name not in known:
+            usable = sorted(k for k in known if k != "url")
+            raise ConfigError(
+                f"{name}={value!r}: not an option of the {parsed.scheme} backend; "
+                f"known: {', '.join(usable)}"
+            )
     for name, text in parsed.options.items():
         if name not in known or name not in _FROM_TEXT:
             usable = sorted(k for k in known if k in _FROM_TEXT)
@@ -93,11 +100,13 @@ def open_store(
         "synchronous": synchronous,
         "retry": retry,
         "clock": clock,
+        "prefix": prefix,
+        "socket_timeout": socket_timeout,
+        "ssl_ca_certs": ssl_ca_certs,
     }
     if parsed.scheme in _REDIS_SCHEMES:
         from .redis_store import RedisDatabase
 
-        given |= {"prefix": prefix, "socket_timeout": socket_timeout, "ssl_ca_certs": ssl_ca_certs}
         return RedisDatabase(parsed.url, **_options(parsed, given, _REDIS))
     from .sqlite import SQLiteDatabase
 
@@ -129,11 +138,13 @@ async def aopen_store(
         "retry": retry,
         "clock": clock,
         "workers": workers,
+        "prefix": prefix,
+        "socket_timeout": socket_timeout,
+        "ssl_ca_certs": ssl_ca_certs,
     }
     if parsed.scheme in _REDIS_SCHEMES:
         from .redis_async import AsyncRedisDatabase
 
-        given |= {"prefix": prefix, "socket_timeout": socket_timeout, "ssl_ca_certs": ssl_ca_certs}
         options = _options(parsed, given, (*_REDIS, "workers"))
         redis_db: AsyncStoreDatabase = await AsyncRedisDatabase.open(parsed.url, **options)
         return redis_db
