@@ -9,7 +9,8 @@ generator is made, so bad input raises before any I/O.
 Keys: a session's keys are ``<prefix>:{<tenant>:<session>}:<part>`` (one hash tag, one
 cluster slot); a tenant's index keys ``<prefix>:{<tenant>}:all`` (every session, scored
 by creation order), ``...:u:<user>`` (the sessions a user owns) and ``...:users``; plus
-``<prefix>:tenants`` and ``<prefix>:serial`` (the creation order). Names are
+``...:serial`` (the tenant's creation order) and ``...:swept``; plus ``<prefix>:tenants``
+(which ``sweep`` walks). Names are
 percent-encoded, so braces and colons in a name never break the tag.
 """
 
@@ -85,6 +86,8 @@ class Ctx:
     ttl: TTLPolicy
     prefix: str
     work: Work = field(repr=False)
+    registered: set[str] = field(default_factory=set, repr=False)
+    """Tenants this process has recorded in ``<prefix>:tenants`` (the database's set)."""
 
 
 Op: TypeAlias = Callable[[Ctx], Gen[T]]
@@ -114,6 +117,12 @@ def index_keys(prefix: str, tenant: str, user_id: str | None) -> tuple[str, str,
     """The tenant's index, the owner's index (the tenant's when no owner), its owners."""
     base = f"{prefix}:{{{tenant_part(tenant)}}}"
     return f"{base}:all", f"{base}:u:{_q(user_id)}" if user_id else f"{base}:all", f"{base}:users"
+
+
+def tenant_counters(prefix: str, tenant: str) -> tuple[str, str]:
+    """The tenant's creation counter and the counter's value at the last sweep."""
+    base = f"{prefix}:{{{tenant_part(tenant)}}}"
+    return f"{base}:serial", f"{base}:swept"
 
 
 def _text(raw: Any) -> str:
@@ -149,10 +158,14 @@ def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) ->
             return reply
         status = reply[0]
         if status == b"create":
-            n = yield Command(("INCR", f"{ctx.prefix}:serial"))
             index = index_keys(ctx.prefix, key.tenant, key.user_id)
-            yield Eval(index_lua.REGISTER, index, (key.session_id, n, key.user_id or ""))
-            yield Command(("SADD", f"{ctx.prefix}:tenants", tenant_part(key.tenant)))
+            serial = tenant_counters(ctx.prefix, key.tenant)[0]
+            owner = key.user_id or ""
+            n = yield Eval(index_lua.REGISTER, (*index, serial), (key.session_id, owner))
+            part = tenant_part(key.tenant)
+            if part not in ctx.registered:
+                yield Command(("SADD", f"{ctx.prefix}:tenants", part))
+                ctx.registered.add(part)
             order = str(n)
             continue
         if status == b"locked":
