@@ -18,7 +18,12 @@ timing):
   raw client, ``LRANGE key -100 -1`` and the same decoding. Target: within 3x.
 
     .venv/bin/python bench/bench_stores_redis.py
-    .venv/bin/python bench/bench_stores_redis.py --repeats 7 --messages 100000
+    .venv/bin/python bench/bench_stores_redis.py --repeats 30 --appends 500
+
+Many short runs and the best of them: on a busy machine the wall-clock ratios swing
+(the script does real work where RPUSH does almost none, and any extra CPU is what a
+loaded scheduler delays most); the server's own time per message, from INFO
+commandstats, does not.
 """
 
 from __future__ import annotations
@@ -204,9 +209,9 @@ async def bench_peer_turns(url: str, n: int, turns: int, limit: int | None) -> t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=None, help="a running server (default: start one)")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--messages", type=int, default=100_000)
-    parser.add_argument("--appends", type=int, default=2_000, help="messages per append run")
+    parser.add_argument("--appends", type=int, default=1_000, help="messages per append run")
     args = parser.parse_args()
     with server(args.url) as url:
         print(f"redis-server {redis.Redis.from_url(url).info()['redis_version']}, {url}")

@@ -8,11 +8,13 @@ it never skips.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,16 @@ def free_port() -> int:
             s.bind(("127.0.0.1", port + 10000))
             return port
     raise RuntimeError("no free loopback port pair found")
+
+
+_prefixes = itertools.count()
+
+
+def url_of(port: int, scheme: str = "redis", **query: str) -> str:
+    query = {"prefix": f"r{uuid.uuid4().hex[:8]}-{next(_prefixes)}", **query}
+    tail = "&".join(f"{k}={v}" for k, v in query.items())
+    path = "" if scheme == "redis+cluster" else "/0"
+    return f"{scheme}://127.0.0.1:{port}{path}?{tail}"
 
 
 def _binary(name: str) -> str:

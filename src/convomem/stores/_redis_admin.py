@@ -26,6 +26,7 @@ from ._redis_ops import (
     index_keys,
     info_of,
     session_keys,
+    tenant_counters,
     tenant_of,
 )
 from ._sqlite_ops import Key
@@ -132,14 +133,13 @@ def erase_user(ctx: Ctx, tenant: str, user_id: str) -> Gen[int]:
 def sweep(ctx: Ctx) -> Gen[int]:
     """Delete the sessions expired by ``ctx.now`` and drop the index entries of sessions
     that are gone; how many of both (each session once)."""
-    serial = f"{ctx.prefix}:serial"
-    mark = f"{ctx.prefix}:swept"
-    previous, current = yield Pipeline((("GET", mark), ("GET", serial)))
-    settled = int(previous or 0)  # entries registered before the last sweep
     swept = 0
     parts = yield Command(("SMEMBERS", f"{ctx.prefix}:tenants"))
     for part in sorted(_text(p) for p in parts):
         tenant = tenant_of(part)
+        serial, mark = tenant_counters(ctx.prefix, tenant)
+        previous, current = yield Pipeline((("GET", mark), ("GET", serial)))
+        settled = int(previous or 0)  # entries registered before the last sweep
         everyone, _, users = index_keys(ctx.prefix, tenant, None)
         owners = yield Command(("SMEMBERS", users))
         indexes = [everyone] + [index_keys(ctx.prefix, tenant, _text(u))[1] for u in owners]
@@ -164,7 +164,7 @@ def sweep(ctx: Ctx) -> Gen[int]:
                 if len(pairs) < _CHUNK:
                     break
                 start += _CHUNK - removed
-    yield Command(("SET", mark, int(current or 0)))
+        yield Command(("SET", mark, int(current or 0)))
     return swept
 
 

@@ -5,6 +5,7 @@ connection options both drivers read from a URL."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -187,7 +188,8 @@ class RedisCalls:
         )
 
     def _pop_item(self) -> ops.Op[Message | None]:
-        return partial(ops.pop_item, key=self._key)
+        # A token per call, kept across the retries of its attempts.
+        return partial(ops.pop_item, key=self._key, memo={"token": uuid.uuid4().hex})
 
     def _clear_session(self) -> ops.Op[None]:
         return ops.simple(lua.CLEAR, self._key)
@@ -199,7 +201,13 @@ class RedisCalls:
     def _save_state(self, state: Mapping[str, Any] | None, expected_version: object) -> ops.Op[int]:
         text = None if state is None else check_json_object("state", state)
         version = _check.non_negative_int("expected_version", expected_version)
-        return partial(ops.save_state, key=self._key, state=text, expected_version=version)
+        return partial(
+            ops.save_state,
+            key=self._key,
+            state=text,
+            expected_version=version,
+            token=uuid.uuid4().hex,
+        )
 
     def _set_counts(self, counts: object) -> ops.Op[None]:
         texts = {mid: dumps(c) for mid, c in check_counts(counts).items()}

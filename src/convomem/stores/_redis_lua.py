@@ -243,10 +243,13 @@ POP: Final = script(
     "pop",
     HEAD
     + r"""
--- ARGV[2], ARGV[3]: the id and seq the caller read as the newest and could decode.
+-- ARGV[2], ARGV[3]: the id and seq the caller read as the newest and could decode;
+-- ARGV[4] the call's token: a retry of a pop that was applied (its reply lost) answers
+-- 'ok' instead of popping again.
 local r, err = for_write(false)
 if err then return err end
 if not r then return {'none'} end
+if redis.call('HGET', M, 'wt') == ARGV[4] then return {'ok'} end
 local top = redis.call('ZREVRANGE', Z, 0, 0, 'WITHSCORES')
 if #top == 0 then return {'none'} end
 local id, seq = top[1], tonumber(top[2])
@@ -256,7 +259,7 @@ end
 redis.call('ZREM', Z, id)
 redis.call('HDEL', D, id)
 redis.call('HDEL', C, id)
-set_tail(r, 1, {})
+set_tail(r, 1, {'wt', ARGV[4]})
 return {'ok'}
 """,
     writes=True,
@@ -306,9 +309,13 @@ SAVE_STATE: Final = script(
     "save_state",
     HEAD
     + r"""
--- ARGV[2] '1' with a state (ARGV[3]) or '0' for none; ARGV[4] the expected version.
+-- ARGV[2] '1' with a state (ARGV[3]) or '0' for none; ARGV[4] the expected version;
+-- ARGV[5] the call's token: a retry of a save that was applied answers its version.
 local r, err = for_write(false)
 if err then return err end
+if r and redis.call('HGET', M, 'wt') == ARGV[5] then
+  return {'ok', tonumber(redis.call('HGET', M, 'wv'))}
+end
 local ev = tonumber(ARGV[4])
 local v = r and r.sv or 0
 if v ~= ev then return {'cas', 'state_version', ev, v} end
@@ -316,7 +323,7 @@ if not r then
   r, err = for_write(true)
   if err then return err end
 end
-local f = {'sv', r.sv + 1}
+local f = {'sv', r.sv + 1, 'wt', ARGV[5], 'wv', r.sv + 1}
 if ARGV[2] == '1' then
   f[#f + 1] = 'st'; f[#f + 1] = ARGV[3]
 else

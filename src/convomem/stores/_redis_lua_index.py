@@ -39,14 +39,16 @@ return {'deleted', shown, owner, v[3] or ''}
 REGISTER: Final = script(
     "register",
     r"""
--- KEYS: the tenant's index of sessions, the owner's index, the tenant's set of owners.
--- ARGV: session id, order, owner ('' for none).
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-if ARGV[3] ~= '' then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-  redis.call('SADD', KEYS[3], ARGV[3])
+-- KEYS: the tenant's index of sessions, the owner's index, the tenant's set of owners,
+-- the tenant's creation counter. ARGV: session id, owner ('' for none). Replies the
+-- order the session takes (newest created lists first).
+local order = redis.call('INCR', KEYS[4])
+redis.call('ZADD', KEYS[1], order, ARGV[1])
+if ARGV[2] ~= '' then
+  redis.call('ZADD', KEYS[2], order, ARGV[1])
+  redis.call('SADD', KEYS[3], ARGV[2])
 end
-return 1
+return order
 """,
     writes=True,
 )

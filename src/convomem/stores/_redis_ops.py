@@ -9,7 +9,8 @@ generator is made, so bad input raises before any I/O.
 Keys: a session's keys are ``<prefix>:{<tenant>:<session>}:<part>`` (one hash tag, one
 cluster slot); a tenant's index keys ``<prefix>:{<tenant>}:all`` (every session, scored
 by creation order), ``...:u:<user>`` (the sessions a user owns) and ``...:users``; plus
-``<prefix>:tenants`` and ``<prefix>:serial`` (the creation order). Names are
+``...:serial`` (the tenant's creation order) and ``...:swept``; plus ``<prefix>:tenants``
+(which ``sweep`` walks). Names are
 percent-encoded, so braces and colons in a name never break the tag.
 """
 
@@ -85,6 +86,8 @@ class Ctx:
     ttl: TTLPolicy
     prefix: str
     work: Work = field(repr=False)
+    registered: set[str] = field(default_factory=set, repr=False)
+    """Tenants this process has recorded in ``<prefix>:tenants`` (the database's set)."""
 
 
 Op: TypeAlias = Callable[[Ctx], Gen[T]]
@@ -114,6 +117,12 @@ def index_keys(prefix: str, tenant: str, user_id: str | None) -> tuple[str, str,
     """The tenant's index, the owner's index (the tenant's when no owner), its owners."""
     base = f"{prefix}:{{{tenant_part(tenant)}}}"
     return f"{base}:all", f"{base}:u:{_q(user_id)}" if user_id else f"{base}:all", f"{base}:users"
+
+
+def tenant_counters(prefix: str, tenant: str) -> tuple[str, str]:
+    """The tenant's creation counter and the counter's value at the last sweep."""
+    base = f"{prefix}:{{{tenant_part(tenant)}}}"
+    return f"{base}:serial", f"{base}:swept"
 
 
 def _text(raw: Any) -> str:
@@ -149,10 +158,14 @@ def session_eval(ctx: Ctx, key: Key, script: lua.Script, args: Sequence[Any]) ->
             return reply
         status = reply[0]
         if status == b"create":
-            n = yield Command(("INCR", f"{ctx.prefix}:serial"))
             index = index_keys(ctx.prefix, key.tenant, key.user_id)
-            yield Eval(index_lua.REGISTER, index, (key.session_id, n, key.user_id or ""))
-            yield Command(("SADD", f"{ctx.prefix}:tenants", tenant_part(key.tenant)))
+            serial = tenant_counters(ctx.prefix, key.tenant)[0]
+            owner = key.user_id or ""
+            n = yield Eval(index_lua.REGISTER, (*index, serial), (key.session_id, owner))
+            part = tenant_part(key.tenant)
+            if part not in ctx.registered:
+                yield Command(("SADD", f"{ctx.prefix}:tenants", part))
+                ctx.registered.add(part)
             order = str(n)
             continue
         if status == b"locked":
@@ -337,19 +350,23 @@ def append(
             alts[at] = have
 
 
-def pop_item(ctx: Ctx, key: Key) -> Gen[Message | None]:
-    confirm: tuple[Any, ...] = ("", "")
-    message: Message | None = None
+def pop_item(ctx: Ctx, key: Key, memo: dict[str, Any]) -> Gen[Message | None]:
+    """Peek at the newest message, decode it (a corrupt one is reported, not removed),
+    then remove it if it is still the newest. ``memo`` outlives a retried attempt: with
+    the call's token it tells a retry that its pop was applied, and what it popped."""
+    token: str = memo["token"]
+    confirm: tuple[Any, ...] = memo.get("confirm", ("", ""))
     while True:
-        reply = yield from session_eval(ctx, key, lua.POP, confirm)
+        reply = yield from session_eval(ctx, key, lua.POP, (*confirm, token))
         if reply[0] == b"none":
             return None
         if reply[0] == b"ok":
-            return message
+            popped: Message = memo["message"]
+            return popped
         seq, mid, data = int(reply[1]), reply[2], reply[3]
         ctx.work.add(rows=1)
-        message = decode_rows(key.session_id, [(seq, mid, data, None)])[0].message
-        confirm = (mid, str(seq))
+        memo["message"] = decode_rows(key.session_id, [(seq, mid, data, None)])[0].message
+        memo["confirm"] = confirm = (mid, str(seq))
 
 
 def simple(script: lua.Script, key: Key, *args: Any) -> Op[None]:
@@ -361,8 +378,10 @@ def simple(script: lua.Script, key: Key, *args: Any) -> Op[None]:
     return run
 
 
-def save_state(ctx: Ctx, key: Key, state: str | None, expected_version: int) -> Gen[int]:
-    args = ("0" if state is None else "1", state or "", str(expected_version))
+def save_state(
+    ctx: Ctx, key: Key, state: str | None, expected_version: int, token: str
+) -> Gen[int]:
+    args = ("0" if state is None else "1", state or "", str(expected_version), token)
     reply = yield from session_eval(ctx, key, lua.SAVE_STATE, args)
     if reply[0] == b"cas":
         raise ConcurrentUpdate(key.session_id, "state_version", int(reply[2]), int(reply[3]))

@@ -48,8 +48,10 @@ def _options(parsed: StoreURL, given: dict[str, Any], known: tuple[str, ...]) ->
     out = {k: v for k, v in given.items() if v is not None}
     for name, value in out.items():
         if name not in known:
+            usable = sorted(k for k in known if k != "url")
             raise ConfigError(
-                f"{name}={value!r}: not an option of the {parsed.scheme} backend ({parsed})"
+                f"{name}={value!r}: not an option of the {parsed.scheme} backend; "
+                f"known: {', '.join(usable)}"
             )
     for name, text in parsed.options.items():
         if name not in known or name not in _FROM_TEXT:

@@ -83,6 +83,7 @@ class AsyncRedisDatabase:
         self.url = target.shown
         self.prefix = target.prefix
         self._work = ops.Work()
+        self._registered: set[str] = set()
         try:
             import redis.asyncio as aredis
             import redis.exceptions as rx
@@ -143,7 +144,7 @@ class AsyncRedisDatabase:
     async def _attempt(self, op: ops.Op[T]) -> T:
         if self._client is None:
             raise StoreError(f"{self._where()}: the database is closed")
-        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work))
+        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work, self._registered))
         reply: Any = None
         try:
             while True:

@@ -108,6 +108,7 @@ class RedisDatabase:
         self.url = self._target.shown
         self.prefix = self._target.prefix
         self._work = ops.Work()
+        self._registered: set[str] = set()
         try:
             import redis
             from redis.backoff import NoBackoff
@@ -162,7 +163,7 @@ class RedisDatabase:
         """One attempt of an operation: run its generator, sending what it yields."""
         if self._client is None:
             raise StoreError(f"{self._where()}: the database is closed")
-        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work))
+        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work, self._registered))
         reply: Any = None
         try:
             while True:
