@@ -13,6 +13,7 @@ hypothesis (``CONVOMEM_FAULT_EXAMPLES`` examples of ``CONVOMEM_FAULT_TURNS`` tur
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 from collections.abc import Iterator
@@ -21,12 +22,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _fault_store import KINDS, FaultySessionStore, ScheduledFaults
+from _fault_store import KINDS, AsyncFaultySessionStore, FaultySessionStore, ScheduledFaults
 from _store_backends import Backend
 from convomem.model import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from convomem.retry import RetryPolicy, stop_after_attempt, wait_none
 from convomem.session import ConversationMemory
-from convomem.stores import open_store
+from convomem.stores import aopen_store, open_store
 from session._faults import FlakySummarizer, Tally
 from session.test_memory_stateful import anthropic_problems, openai_problems, request_tokens
 
@@ -152,3 +153,45 @@ def test_a_seeded_fault_schedule_on_every_backend(backend: Backend) -> None:
         run_agent(db.session("s", user_id="u"), faults, BACKEND_TURNS)
     assert faults.injected["after add_items"] + faults.injected["after append"] > 10
     assert faults.injected["before"] > 10 and faults.injected["latency"] > 10
+
+
+async def arun_agent(session: Any, faults: ScheduledFaults, turns: int) -> None:
+    """``run_agent``'s loop through the async twins (``aadd_message``, ``acontext``)."""
+    store = AsyncFaultySessionStore(session, faults)
+    mem = ConversationMemory(BUDGET, store=store, summarizer=FlakySummarizer(Tally()))  # type: ignore[arg-type]
+    policy = RetryPolicy(stop=stop_after_attempt(len(faults.schedule) + 3), wait=wait_none())
+    acked: list[str] = []
+    for t in range(turns):
+        for m in [SYSTEM, *turn(t)] if t == 0 else turn(t):
+            await policy.acall(mem.aadd_message, m)
+            acked.append(m.id)
+        ctx = await policy.acall(mem.acontext, "messages")
+        oa = await policy.acall(mem.acontext, "openai")
+        an = await policy.acall(mem.acontext, "anthropic")
+        assert not openai_problems(oa) and not anthropic_problems(an)
+        assert ctx[0].id == "sys" and mem.stats().fits
+        assert request_tokens(ctx, oa, an)["openai"] <= BUDGET
+    with faults.suspended():
+        entries: list[Any] = []
+        cursor = None
+        while True:
+            page, cursor = await session.entries(cursor, 1000)
+            entries += page
+            if cursor is None:
+                break
+        assert [e.message.id for e in entries] == acked, "lost, duplicated or reordered"
+        assert [e.seq for e in entries] == list(range(1, len(acked) + 1))
+
+
+def test_the_async_twins_under_a_seeded_fault_schedule(backend: Backend) -> None:
+    rng = random.Random(10)
+    turns = BACKEND_TURNS // 2
+    schedule = {n: rng.choice(KINDS) for n in range(turns * 3) if rng.random() < 1 / 12}
+    faults = ScheduledFaults(schedule, latency=0.001)
+
+    async def main() -> None:
+        async with await aopen_store(backend.fresh_url()) as db:
+            await arun_agent(db.session("s", user_id="u"), faults, turns)
+
+    asyncio.run(main())
+    assert faults.injected["after"] > 5 and faults.injected["before"] > 5
