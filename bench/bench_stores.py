@@ -9,7 +9,8 @@ interleaved rounds (best of ``--rounds``; CPU time of this process, wall time to
   and runs ``BEGIN IMMEDIATE; INSERT; COMMIT``. Target 1.5x. Printed beside it: the raw
   loop with rows serialized beforehand (a bare ``INSERT`` of ready strings), and the raw
   loop doing what an append writes (the message row and an ``UPDATE`` of the session's
-  row: its next seq and update time, which TTL and ``info()`` need).
+  row: its next seq and update time, which TTL and ``info()`` need); and appends to a
+  session that holds a 150 KB derived state (as a resumed memory's session does).
 - **append x100**: ``session.append(batch)`` of 100 messages against one transaction of
   ``executemany`` per batch (serialization in the loop, as above). Target 1.5x.
 - **reopen + newest 100**: on a 100,000-message session, a new database object opens
@@ -51,6 +52,12 @@ SESSIONS = (
     "updated_at REAL)"
 )
 INSERT = "INSERT INTO raw_messages (session_pk, seq, message_id, data, counts) VALUES (?,?,?,?,?)"
+
+
+# A resumed ConversationMemory keeps its derived state in the store (summary segments,
+# facts, the ids it covers): ~150 KB after a few thousand messages.
+BIG_STATE = {"segments": ["x" * 200] * 750}
+BIG_STATE_SEED = Message("seed", "system", content="a session with a big derived state")
 
 
 def raw_connect(path: str) -> sqlite3.Connection:
@@ -177,6 +184,10 @@ def bench_appends(base: Path, n: int, rounds: int) -> None:
                 own_single(db, "single", msgs)
             with timed(results, "append x100"):
                 own_batches(db, "batches", msgs, 100)
+            stated = db.session("stated", user_id="u")
+            stated.append([BIG_STATE_SEED], state=BIG_STATE, expected_version=0)
+            with timed(results, "append x1, 150 KB state"):
+                own_single(db, "stated", msgs)
     report(
         f"Single-message appends, {n:,} messages, best of {rounds} (per append)",
         results,
@@ -184,7 +195,7 @@ def bench_appends(base: Path, n: int, rounds: int) -> None:
         "raw x1 (serialize+INSERT)",
         n,
         1.5,
-        ("raw x1 (ready rows)", "raw x1 (+ session UPDATE)"),
+        ("raw x1 (ready rows)", "raw x1 (+ session UPDATE)", "append x1, 150 KB state"),
     )
     report(
         f"Appends in batches of 100, {n:,} messages, best of {rounds} (per message)",

@@ -15,11 +15,13 @@
 
 ``FaultySessionStore`` forwards every method of the protocols (and nothing else), so a
 ``ConversationMemory`` that detects a ``SessionStore`` by its methods finds the same
-capabilities as on the store it wraps, each one faulty.
+capabilities as on the store it wraps, each one faulty; ``AsyncFaultySessionStore`` is
+its twin over an async store.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -95,6 +97,28 @@ class ScheduledFaults(StoreFaults):
         self.fired += 1
         raise TransientError(f"{method}: connection reset (call {n}, after the store)")
 
+    async def acall(self, method: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Async twin of ``call``: ``fn`` is awaited, latency is an ``asyncio.sleep``."""
+        if self._suspended:
+            return await fn(*args, **kwargs)
+        n = self.calls
+        self.calls += 1
+        self.check(method)
+        kind = self.schedule.get(n)
+        if kind is None:
+            return await fn(*args, **kwargs)
+        self.injected[kind] += 1
+        self.injected[f"{kind} {method}"] += 1
+        if kind == "before":
+            self.fired += 1
+            raise TransientError(f"{method}: connection reset (call {n}, before the store)")
+        if kind == "latency":
+            await asyncio.sleep(self.latency)
+            return await fn(*args, **kwargs)
+        await fn(*args, **kwargs)
+        self.fired += 1
+        raise TransientError(f"{method}: connection reset (call {n}, after the store)")
+
 
 class FaultySessionStore:
     """``inner`` (a sync store), each method failing as ``faults`` schedules."""
@@ -119,3 +143,19 @@ class FaultySessionStore:
 
     def __repr__(self) -> str:
         return f"<FaultySessionStore over {self.inner!r}>"
+
+
+class AsyncFaultySessionStore(FaultySessionStore):
+    """The async twin: ``inner`` is an async store; each method yields to the loop first."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in METHODS:
+            raise AttributeError(name)
+        fn = getattr(self.inner, name)
+
+        async def faulty(*args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0)
+            return await self.faults.acall(name, fn, *args, **kwargs)
+
+        faulty.__name__ = name
+        return faulty

@@ -381,3 +381,46 @@ def test_ten_thousand_sessions_per_user(path: str) -> None:
             if cursor is None:
                 break
         assert seen == [f"chat-{k}" for k in range(9_999, -1, -1)]
+
+
+# -- the derived state apart ------------------------------------------------------------
+
+
+def test_an_append_does_not_rewrite_a_big_derived_state(path: str) -> None:
+    """The state has its own table: an append after a 200 KB state writes the pages of
+    its message and its session's row to the WAL, not the state's (it did, in the
+    session's row, before migration 0002)."""
+    big = {"segments": ["x" * 200] * 1000}
+    with open_store(f"sqlite:///{path}") as db:
+        s = db.session("s", user_id="u")
+        s.append([msg(0)], state=big, expected_version=0)
+        raw_conn(db).execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        for i in range(1, 11):
+            s.append([msg(i)])
+        pages = os.path.getsize(path + "-wal") // (4096 + 24)
+        assert pages <= 10 * 6, pages  # a few pages per append, not the state's ~50
+        assert s.load_state() == (big, 1)
+        s.append([msg(11)], state={"small": 1}, expected_version=1)
+        assert s.load_state() == ({"small": 1}, 2)
+        s.clear_session()
+        assert s.load_state() == (None, 3)
+
+
+def test_migration_0002_moves_a_stored_state_to_its_table(path: str) -> None:
+    """A file written before 0002 (the state in the session's row) opens with its state."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as c:
+        MIGRATIONS[0].apply(c)
+        c.execute("CREATE TABLE convomem_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        c.execute("INSERT INTO convomem_migrations VALUES ('0001_sessions_and_messages', 0)")
+        c.execute(
+            "INSERT INTO convomem_sessions (tenant, session_id, user_id, created_at, "
+            "updated_at, state, state_version) VALUES ('', 's', 'u', 0, 0, '{\"a\": 1}', 4)"
+        )
+    with open_store(f"sqlite:///{path}") as db:
+        s = db.session("s", user_id="u")
+        assert s.load_state() == ({"a": 1}, 4)
+        assert raw_conn(db).execute("SELECT state FROM convomem_sessions").fetchall() == [(None,)]
+        assert s.save_state(None, expected_version=4) == 5
+        assert s.load_state() == (None, 5)
+        assert db.delete_session("s")
+        assert raw_conn(db).execute("SELECT count(*) FROM convomem_states").fetchone()[0] == 0

@@ -222,7 +222,8 @@ def load_state(tx: Tx, key: Key) -> tuple[dict[str, Any] | None, int]:
     row = lookup(tx, key)
     if row is None:
         return None, 0
-    text = tx.conn.one("SELECT state FROM convomem_sessions WHERE pk = ?", (row.pk,))[0]
+    found = tx.conn.one("SELECT state FROM convomem_states WHERE session_pk = ?", (row.pk,))
+    text = None if found is None else found[0]
     _refresh_on_read(tx, row)
     if text is None:
         return None, row.state_version

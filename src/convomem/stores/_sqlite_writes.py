@@ -100,7 +100,26 @@ _AFTER_APPEND: Final = (
     "UPDATE convomem_sessions SET next_seq = ?, last_seq = ?, "
     "message_count = message_count + ?, updated_at = ?, expires_at = ?"
 )
-_AFTER_APPEND_STATE: Final = _AFTER_APPEND + ", state = ?, state_version = state_version + 1"
+_AFTER_APPEND_STATE: Final = _AFTER_APPEND + ", state_version = state_version + 1"
+_PUT_STATE: Final = (
+    "INSERT INTO convomem_states (session_pk, state) VALUES (?, ?) "
+    "ON CONFLICT (session_pk) DO UPDATE SET state = excluded.state"
+)
+
+
+def _put_state(tx: Tx, pk: int, state: str | None) -> bool:
+    """Store (or, for None, drop) a session's derived state; whether one was there
+    before a drop. The state has its own table: a session's row is rewritten by every
+    append, and a state of many kilobytes in it would be rewritten with it."""
+    if state is None:
+        return bool(tx.conn.run("DELETE FROM convomem_states WHERE session_pk = ?", (pk,)).rowcount)
+    tx.conn.run(_PUT_STATE, (pk, state))
+    return True
+
+
+def _stored_state(tx: Tx, pk: int) -> str | None:
+    found = tx.conn.one("SELECT state FROM convomem_states WHERE session_pk = ?", (pk,))
+    return None if found is None else str(found[0])
 
 
 def _insert(
@@ -119,9 +138,9 @@ def _insert(
 # the handle last saw it (pk and next_seq: pks are never reused and next_seq only grows, so
 # a stale view matches no row), whose seq and state version are as expected. ?1 the
 # next_seq seen, ?2 the batch's size, ?3 the time, ?4 the pk, ?5 the user (NULL: any), ?6
-# the expected seq, ?7 the expected state version (NULL: any), ?8 the new expiry, ?9 the
-# state. (No RETURNING: SQLite buffers its rows in a temporary table, which costs more
-# than the rest of the statement.)
+# the expected seq, ?7 the expected state version (NULL: any), ?8 the new expiry. The state
+# itself goes to its table after the rows. (No RETURNING: SQLite buffers its rows in a
+# temporary table, which costs more than the rest of the statement.)
 _CLAIM: Final = (
     "UPDATE convomem_sessions SET next_seq = ?1 + ?2, last_seq = ?1 + ?2 - 1, "
     "message_count = message_count + ?2, updated_at = ?3{set} "
@@ -132,10 +151,8 @@ _CLAIM: Final = (
 _CLAIMS: Final = {
     (False, False): _CLAIM.format(set=""),
     (False, True): _CLAIM.format(set=", expires_at = ?8"),
-    (True, False): _CLAIM.format(set=", state = ?9, state_version = state_version + 1"),
-    (True, True): _CLAIM.format(
-        set=", expires_at = ?8, state = ?9, state_version = state_version + 1"
-    ),
+    (True, False): _CLAIM.format(set=", state_version = state_version + 1"),
+    (True, True): _CLAIM.format(set=", expires_at = ?8, state_version = state_version + 1"),
 }
 
 
@@ -168,15 +185,15 @@ def _append_fast(
         expected_seq,
         expected_version,
     )
-    if has_state:
-        params += (tx.ttl.expires_at(tx.now), state)
-    elif on_write:
+    if on_write:
         params += (tx.ttl.expires_at(tx.now),)
     conn = tx.conn
     conn.counts[0] += 1
     if not conn.raw.execute(_CLAIMS[has_state, on_write], params).rowcount:
         return None  # nothing was changed: the careful path decides
     if _insert(tx, _INSERT_NEW, pk, start, batch, counts) == n:
+        if has_state:
+            _put_state(tx, pk, state)
         hint[1] = start + n
         return start + n - 1
     # A re-sent id: undo the claim and the rows inserted, then take the careful path.
@@ -231,9 +248,7 @@ def append(
     if not inserted:
         stored = _by_id(tx, row.pk, [m.id for m in batch], "data")
         new = _check_replay(key, batch, stored)
-        same_state = not has_state or (
-            tx.conn.one("SELECT state FROM convomem_sessions WHERE pk = ?", (row.pk,))[0] == state
-        )
+        same_state = not has_state or _stored_state(tx, row.pk) == state
         if not new and same_state:
             return stored[batch[-1].id][0] if batch else last  # a replay: nothing to do
         if not seq_ok:
@@ -247,7 +262,8 @@ def append(
     hint[1] = start + len(new)
     params = (start + len(new), new_last, len(new), updated, expires)
     if has_state:
-        tx.conn.run(_AFTER_APPEND_STATE + " WHERE pk = ?", (*params, state, row.pk))
+        tx.conn.run(_AFTER_APPEND_STATE + " WHERE pk = ?", (*params, row.pk))
+        _put_state(tx, row.pk, state)
     else:
         tx.conn.run(_AFTER_APPEND + " WHERE pk = ?", (*params, row.pk))
     return new_last
@@ -305,7 +321,8 @@ def clear_session(tx: Tx, key: Key) -> None:
     n = tx.conn.run("DELETE FROM convomem_messages WHERE session_pk = ?", (row.pk,)).rowcount
     # The derived state described the log: it goes with it (a new version, so a writer
     # holding the old one cannot put it back).
-    _set_tail(tx, row, n, ", state_version = state_version + (state IS NOT NULL), state = NULL")
+    had_state = _put_state(tx, row.pk, None)
+    _set_tail(tx, row, n, ", state_version = state_version + 1" if had_state else "")
 
 
 def save_state(tx: Tx, key: Key, state: str | None, expected_version: int) -> int:
@@ -315,10 +332,11 @@ def save_state(tx: Tx, key: Key, state: str | None, expected_version: int) -> in
         raise ConcurrentUpdate(key.session_id, "state_version", expected_version, row.state_version)
     updated, expires = _touch(tx, row)
     tx.conn.run(
-        "UPDATE convomem_sessions SET state = ?, state_version = state_version + 1, "
+        "UPDATE convomem_sessions SET state_version = state_version + 1, "
         "updated_at = ?, expires_at = ? WHERE pk = ?",
-        (state, updated, expires, row.pk),
+        (updated, expires, row.pk),
     )
+    _put_state(tx, row.pk, state)
     return row.state_version + 1
 
 

@@ -4,8 +4,10 @@ A plain schema anyone can query (``sqlite3 file.db``):
 
 - ``convomem_sessions``: one row per session, named by ``(tenant, session_id)``
   (``tenant`` is ``''`` for none); owner, times, metadata (JSON), ``next_seq`` (the next
-  seq to give), ``last_seq`` (the newest live seq), ``message_count``, the derived
-  ``state`` (JSON) and its ``state_version``.
+  seq to give), ``last_seq`` (the newest live seq), ``message_count`` and the version of
+  the derived state, ``state_version`` (its column ``state`` is unused since 0002).
+- ``convomem_states``: the derived state (JSON) of each session that has one, by
+  ``session_pk`` (apart, so appends do not rewrite it; deleted with its session).
 - ``convomem_messages``: one row per message: ``session_pk``, ``seq``, ``message_id``,
   ``data`` (``Message.to_dict()`` JSON) and ``counts`` (``{tokenizer: n}`` JSON), with
   ``UNIQUE (session_pk, seq)`` and ``UNIQUE (session_pk, message_id)``; deleting a
@@ -83,8 +85,28 @@ def _m0001_sessions_and_messages(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m0002_states_apart(conn: sqlite3.Connection) -> None:
+    # The derived state gets a table of its own: every append rewrites its session's
+    # row, and a state of many kilobytes there was rewritten (to the WAL) with it.
+    # ``convomem_sessions.state`` stays, always NULL (dropping a column needs SQLite
+    # 3.35 and rewrites the table).
+    conn.execute(
+        """CREATE TABLE convomem_states (
+            session_pk INTEGER PRIMARY KEY
+                REFERENCES convomem_sessions (pk) ON DELETE CASCADE,
+            state TEXT NOT NULL
+        )"""
+    )
+    conn.execute(
+        "INSERT INTO convomem_states (session_pk, state) "
+        "SELECT pk, state FROM convomem_sessions WHERE state IS NOT NULL"
+    )
+    conn.execute("UPDATE convomem_sessions SET state = NULL WHERE state IS NOT NULL")
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration("0001_sessions_and_messages", _m0001_sessions_and_messages),
+    Migration("0002_states_apart", _m0002_states_apart),
 )
 
 _SYNCHRONOUS: Final = {"normal": "NORMAL", "full": "FULL"}
