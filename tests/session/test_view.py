@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from convomem.model import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from convomem.session.view import answers_first
 
-EXAMPLES = int(os.environ.get("CONVOMEM_VIEW_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("CONVOMEM_VIEW_EXAMPLES", "150"))
 
 
 def call(mid: str, *ids: str) -> Message:
