@@ -66,7 +66,7 @@ def test_a_value_whose_repr_fails_shows_its_type() -> None:
     assert bounded_repr(Broken()).startswith("<Broken ")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     st.recursive(
         st.text(max_size=300) | st.integers() | st.none(),

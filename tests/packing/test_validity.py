@@ -444,7 +444,7 @@ def repeating(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(ms=repeating(), budget=st.integers(5, 80))
 def test_no_engine_makes_a_call_twice(ms: list[Message], budget: int) -> None:
     from convomem.session import ConversationMemory

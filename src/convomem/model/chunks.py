@@ -82,9 +82,10 @@ class ChunkBuilder:
         but such repeats is an orphan (never sent), like a result answering nothing.
         """
         result_ids = message.tool_result_ids()
+        calls = message.tool_use_ids()
         open_ = self._open
         pinned_at = [index] if pinned else []
-        if open_ and not result_ids and self.repeats(message):
+        if calls and open_ and not result_ids and self.repeats(message):
             chunk = Chunk([message], [index], pinned, tokens, orphan=True, pinned_at=pinned_at)
             self.chunks.append(chunk)
             return chunk
@@ -99,7 +100,8 @@ class ChunkBuilder:
                 # be orphans in any view: the chunk holds a copy without them.
                 message = _without_stray_results(message, set(open_))
                 result_ids = message.tool_result_ids()
-            message = self._without_repeats(message, set(result_ids))
+            if calls and (open_ or len(set(calls)) < len(calls)):
+                message, calls = self._without_repeats(message, calls, set(result_ids))
             self._merge_tail_into(target)
             target.pinned_at.extend(pinned_at)
             target.messages.append(message)
@@ -112,10 +114,11 @@ class ChunkBuilder:
                     target.pending.discard(r)
             chunk = target
         else:
-            message = self._without_repeats(message, _NONE)
+            if calls and (open_ or len(set(calls)) < len(calls)):
+                message, calls = self._without_repeats(message, calls, _NONE)
             chunk = Chunk([message], [index], pinned, tokens, pinned_at=pinned_at)
             self.chunks.append(chunk)
-        for call_id in message.tool_use_ids():
+        for call_id in calls:
             chunk.pending.add(call_id)
             open_[call_id] = chunk
         return chunk
@@ -140,15 +143,15 @@ class ChunkBuilder:
             return False
         return all(isinstance(b, ToolUseBlock) and b.id in open_ for b in content)
 
-    def _without_repeats(self, message: Message, answered: AbstractSet[str]) -> Message:
-        """``message`` without its calls whose id is open (``answered`` apart: this
-        message closes those) or repeated within it; the same object when none is."""
-        calls = message.tool_use_ids()
-        if not calls:
-            return message
+    def _without_repeats(
+        self, message: Message, calls: list[str], answered: AbstractSet[str]
+    ) -> tuple[Message, list[str]]:
+        """``message`` (and its ``calls``) without the calls whose id is open
+        (``answered`` apart: this message closes those) or repeated within it; the same
+        objects when there is none."""
         open_ = self._open
         if len(set(calls)) == len(calls) and all(c not in open_ or c in answered for c in calls):
-            return message
+            return message, calls
         taken = {c for c in open_ if c not in answered}
         kept: list[Block] = []
         for b in message.blocks:
@@ -157,7 +160,8 @@ class ChunkBuilder:
                     continue
                 taken.add(b.id)
             kept.append(b)
-        return message.replace(content=kept, tokens=message.tokens)
+        copy = message.replace(content=kept, tokens=message.tokens)
+        return copy, copy.tool_use_ids()
 
     def has_open_calls(self) -> bool:
         """True while some tool call in a live chunk still awaits its result."""

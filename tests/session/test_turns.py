@@ -1,4 +1,4 @@
-"""The session view's ordering of tool exchanges (``answers_first``), against brute force."""
+"""The ordering of a session's tool exchanges (``answers_first``), against brute force."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convomem.model import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from convomem.session.view import answers_first
+from convomem.session._turns import answers_first
 
-EXAMPLES = int(os.environ.get("CONVOMEM_VIEW_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("CONVOMEM_VIEW_EXAMPLES", "150"))
 
 
 def call(mid: str, *ids: str) -> Message:
