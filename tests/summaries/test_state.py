@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.summaries import RunningSummary, Summary, TruncatingSummarizer
-from convomem.summaries.state import decode_ids, encode_ids
+from convomem.summaries.state import _encode_covered, decode_ids, encode_ids
 
 NAMES = ["Priya", "Tomasz", "Ingrid", "Kofi"]
 
@@ -269,3 +269,36 @@ class SaveAndFold(RuleBasedStateMachine):
 
 SaveAndFold.TestCase.settings = settings(max_examples=25, stateful_step_count=20, deadline=None)
 test_saves_mixed_into_folds = SaveAndFold.TestCase
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from(["msg_ab12_", "m", "", "x9"]), st.integers(0, 300)),
+            st.text(alphabet="abf019_", max_size=4).map(lambda t: (t, None)),
+        ),
+        max_size=60,
+    ),
+    st.integers(0, 60),
+)
+def test_covered_ids_encode_in_decimal_and_hex_runs_and_extend(
+    parts: list[tuple[str, int | None]], cut: int
+) -> None:
+    # Generated ids count in hex (msg_<hex>_<hex>); runs of either base round-trip, and
+    # extending the last encoding with new ids gives the encoding of them all.
+    ids: list[str] = []
+    for prefix, n in parts:
+        if n is None:
+            ids.append(prefix or "z")
+        else:
+            ids += [f"{prefix}{k:x}" for k in range(n, n + 3)]
+            ids += [f"{prefix}{k}" for k in range(n, n + 3)]
+    ids = list(dict.fromkeys(ids))
+    assert decode_ids(json.loads(json.dumps(encode_ids(ids)))) == ids
+    rs = RunningSummary(reserve=300)
+    rs._covered = dict.fromkeys(ids[:cut])
+    assert _encode_covered(rs) == encode_ids(ids[:cut])
+    rs._covered.update(dict.fromkeys(ids[cut:]))
+    assert _encode_covered(rs) == encode_ids(ids)
+    assert len(encode_ids([f"msg_ab_{k:x}" for k in range(1000)])) == 1

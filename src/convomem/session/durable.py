@@ -33,6 +33,7 @@ summary, the seq range of each segment, compressed texts and the view's snapshot
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Mapping
 from typing import Any, Final
@@ -51,6 +52,10 @@ MAX_RACES: Final = 64
 """Lost races (``ConcurrentUpdate``) one operation survives before it gives up."""
 PAGE: Final = 1000
 """Rows per page when a resume reads the log."""
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def is_session_store(store: object) -> bool:
@@ -135,12 +140,14 @@ class Durable:
             "config": self._config,
             "upto": self._upto,
             "count": self._count,
-            "summary": self._rs.state(),
+            # The two big parts go as JSON text: a store checks a string at C speed, but
+            # walks nested values one by one (a full facts ledger is 70,000 of them).
+            "summary": _text(self._rs.state()),
             "segments": [
                 [self._bounds.get(s.first_id or ""), self._bounds.get(s.last_id or "")]
                 for s in self._rs.segments
             ],
-            "view": view,
+            "view": _text(view),
         }
 
     def _usable(self, state: object) -> Mapping[str, Any] | None:
@@ -150,7 +157,11 @@ class Durable:
             and state.get("version") == VERSION
             and state.get("config") == self._config
         ):
-            return state
+            try:
+                parts = {k: json.loads(state[k]) for k in ("summary", "view")}
+            except (KeyError, TypeError, ValueError):
+                return None
+            return {**state, **parts}
         return None
 
     def _entry_count(self, e: LogEntry) -> int:

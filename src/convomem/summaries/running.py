@@ -143,6 +143,7 @@ class RunningSummary(_Driven):
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
         self._segments = ()
         self._covered = {}
+        self._covered_runs: Any = None  # state._encode_covered's cache
         self._pending_seqs = set()
         self._version = 0
         self._seq = 0

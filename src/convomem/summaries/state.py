@@ -14,9 +14,10 @@ Loading validates everything first and raises ``ConfigError`` naming the field (
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from ..errors import ConfigError
@@ -32,6 +33,7 @@ FORMAT: Final = "convomem.running_summary"
 VERSION: Final = 1
 _CONFIG_KEYS: Final = ("reserve", "header", "facts", "facts_share", "max_segments", "max_facts")
 _NUMBERED = re.compile(r"(.*?)(0|[1-9][0-9]{0,14})")
+_HEX = re.compile(r"(.*?)(0|[1-9a-f][0-9a-f]{0,14})")
 _KINDS: Final = frozenset(get_args(FactKind))
 _TIERS: Final = frozenset(SOURCE_TIER.values())
 
@@ -39,23 +41,86 @@ _TIERS: Final = frozenset(SOURCE_TIER.values())
 # -- covered ids -------------------------------------------------------------------------
 
 
-def encode_ids(ids: list[str]) -> list[str | list[Any]]:
-    """Ids in order, runs of ``prefix<n>, prefix<n+1>, ...`` as ``[prefix, first, last]``."""
-    out: list[str | list[Any]] = []
-    last: tuple[str, int] | None = None  # the numbered form of the previous id
+_Parsed = tuple[tuple[str, int] | None, tuple[str, int] | None]
+
+
+def _parse(id_: str) -> _Parsed:
+    """The decimal and the hexadecimal numbered forms of an id (None: not numbered)."""
+    d = _NUMBERED.fullmatch(id_)
+    h = _HEX.fullmatch(id_)
+    return (
+        (d.group(1), int(d.group(2))) if d else None,
+        (h.group(1), int(h.group(2), 16)) if h else None,
+    )
+
+
+def _extend(out: list[str | list[Any]], last: _Parsed | None, ids: Iterable[str]) -> _Parsed | None:
+    """Append ``ids`` to the encoding ``out`` whose last id parsed as ``last``; return
+    the parsed form of the new last id. A run's tail may be extended in place."""
     for id_ in ids:
-        m = _NUMBERED.fullmatch(id_)
-        here = (m.group(1), int(m.group(2))) if m else None
-        if here is not None and last is not None and here == (last[0], last[1] + 1):
-            tail = out[-1]
-            if isinstance(tail, list):
-                tail[2] = here[1]
+        here = _parse(id_)
+        dec, hexa = here
+        tail = out[-1] if out else None
+        if type(tail) is list:
+            if len(tail) == 3 and dec is not None and dec == (tail[0], tail[2] + 1):
+                tail[2] = dec[1]
+            elif (
+                (len(tail) == 4 or tail[2] < 10)  # single digits read the same in hex
+                and hexa is not None
+                and hexa == (tail[0], tail[2] + 1)
+            ):
+                tail[2] = hexa[1]
+                if len(tail) == 3:
+                    tail.append(16)
             else:
-                out[-1] = [here[0], last[1], here[1]]
+                out.append(id_)
+        elif (
+            last is not None
+            and dec is not None
+            and last[0] is not None
+            and (dec == (last[0][0], last[0][1] + 1))
+        ):
+            out[-1] = [dec[0], last[0][1], dec[1]]
+        elif (
+            last is not None
+            and hexa is not None
+            and last[1] is not None
+            and (hexa == (last[1][0], last[1][1] + 1))
+        ):
+            out[-1] = [hexa[0], last[1][1], hexa[1], 16]
         else:
             out.append(id_)
         last = here
+    return last
+
+
+def encode_ids(ids: Iterable[str]) -> list[str | list[Any]]:
+    """Ids in order; runs of ``prefix<n>, prefix<n+1>, ...`` as ``[prefix, first, last]``
+    (decimal ``n``) or ``[prefix, first, last, 16]`` (lowercase hexadecimal ``n``, as in
+    generated ids ``msg_<hex>_<hex counter>``)."""
+    out: list[str | list[Any]] = []
+    _extend(out, None, ids)
     return out
+
+
+def _encode_covered(rs: RunningSummary) -> list[str | list[Any]]:
+    """``encode_ids`` of the covered ids, extended from the last call's encoding when
+    the covered ids only grew since (they are appended in fold order), so a save costs
+    O(new ids), not O(covered)."""
+    covered = rs._covered
+    cache = rs._covered_runs
+    out: list[str | list[Any]]
+    if cache is not None and cache[0] is covered and cache[1] <= len(covered):
+        _, n, out, last = cache
+        last = _extend(out, last, itertools.islice(covered, n, None))
+    else:
+        out = []
+        last = _extend(out, None, covered)
+    rs._covered_runs = (covered, len(covered), out, last)
+    res = out.copy()
+    if res and type(res[-1]) is list:  # the tail run may grow later: hand out a copy
+        res[-1] = list(res[-1])
+    return res
 
 
 def _count_ids(data: object, where: str) -> int:
@@ -69,14 +134,15 @@ def _count_ids(data: object, where: str) -> int:
             continue
         ok = (
             isinstance(item, list)
-            and len(item) == 3
+            and (len(item) == 3 or (len(item) == 4 and item[3] == 16))
             and isinstance(item[0], str)
-            and all(_is_int(x) and x >= 0 for x in item[1:])
+            and all(_is_int(x) and x >= 0 for x in item[1:3])
             and item[1] < item[2]
         )
         if not ok:
             raise ConfigError(
                 f"{where}[{i}]={_short(item)}: must be an id or a run [prefix, first, last]"
+                " (or [prefix, first, last, 16])"
             )
         total += item[2] - item[1] + 1
     return total
@@ -88,6 +154,9 @@ def decode_ids(data: list[str | list[Any]]) -> list[str]:
     for item in data:
         if isinstance(item, str):
             out.append(item)
+        elif len(item) == 4:
+            prefix, first, last, _ = item
+            out.extend(f"{prefix}{n:x}" for n in range(first, last + 1))
         else:
             prefix, first, last = item
             out.extend(f"{prefix}{n}" for n in range(first, last + 1))
@@ -118,7 +187,7 @@ def dump(rs: RunningSummary) -> dict[str, Any]:
             for s, seq in ((g.summary, g.seq) for g in rs._segments)
         ],
         "seq": rs._seq,
-        "covered": encode_ids(list(rs.covered_ids)),
+        "covered": _encode_covered(rs),
         "ledger": {
             "seq": ledger.next_seq,
             "dropped": ledger.dropped,
