@@ -8,9 +8,9 @@ saves the state. Then, in interleaved rounds:
 
 - **resume**: a new database handle, a new ``ConversationMemory`` over the session, and
   its first ``context()`` (CPU and wall; rows read, summarizer calls);
-- **raw floor**: ``sqlite3`` opening the file, reading the session's state row and the
-  view's rows (from the state's cut to the end) and ``json.loads`` of each, which is
-  the least any resume must do.
+- **raw floor**: ``sqlite3`` opening the file, reading the session's state row (and
+  ``json.loads`` of it and of its summary and view parts) and the view's rows (from the
+  state's cut to the end, ``json.loads`` of each): the least any resume must do.
 
 Ratio resume / floor (target 3x). The first open's replay is reported beside it, with
 its summarizer calls: what every reopen cost before the state was saved.
@@ -81,7 +81,9 @@ def raw_floor(path: str) -> tuple[float, float, int]:
         "SELECT pk, state FROM convomem_sessions WHERE session_id = 'long'"
     ).fetchone()
     state = json.loads(raw)
-    cut = view_cut(state["view"], state["upto"])
+    view = json.loads(state["view"])  # the summary is read too: json.loads below
+    summary = json.loads(state["summary"])
+    cut = view_cut(view, state["upto"])
     rows = conn.execute(
         "SELECT seq, message_id, data, counts FROM convomem_messages "
         "WHERE session_pk = ? AND seq >= ? ORDER BY seq",
@@ -89,6 +91,7 @@ def raw_floor(path: str) -> tuple[float, float, int]:
     ).fetchall()
     decoded = [(json.loads(r[2]), json.loads(r[3]) if r[3] else None) for r in rows]
     conn.close()
+    assert summary
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     return cpu, wall, len(decoded)
 

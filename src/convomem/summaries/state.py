@@ -169,6 +169,16 @@ def decode_ids(data: list[str | list[Any]]) -> list[str]:
 def dump(rs: RunningSummary) -> dict[str, Any]:
     """The state of ``rs`` (call under its lock)."""
     ledger = rs.ledger
+    rows = [
+        [f.kind, f.value, f.source_id, f.source_role, seq, mentions, tier]
+        for f, seq, mentions, tier in ledger.entries()
+    ]
+    selected: list[Any] | None = None
+    if rs.facts and ledger.budget is not None:
+        # The rendered selection, so a load renders without filing every fact.
+        facts, omitted = ledger.select(ledger.budget)
+        at = {(r[0], r[1]): i for i, r in enumerate(rows)}
+        selected = [[at[(f.kind, f.value)] for f in facts], omitted]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -191,10 +201,8 @@ def dump(rs: RunningSummary) -> dict[str, Any]:
         "ledger": {
             "seq": ledger.next_seq,
             "dropped": ledger.dropped,
-            "facts": [
-                [f.kind, f.value, f.source_id, f.source_role, seq, mentions, tier]
-                for f, seq, mentions, tier in ledger.entries()
-            ],
+            "facts": rows,
+            "selected": selected,
         },
     }
 
@@ -328,6 +336,27 @@ def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
     return out, seq, dropped
 
 
+def _selected(
+    data: object, entries: list[tuple[Fact, int, int, int]]
+) -> tuple[tuple[Fact, ...], int] | None:
+    """The saved selection (``[[row indices], omitted]``) as facts, or None."""
+    if data is None:
+        return None
+    where = "state['ledger']['selected']"
+    if not (isinstance(data, list) and len(data) == 2 and isinstance(data[0], list)):
+        raise ConfigError(f"{where}={_short(data)}: must be [[indices], omitted]")
+    picked, omitted = data
+    _check(_is_int(omitted) and omitted >= 0, where, data, "must be [[indices], omitted]")
+    n = len(entries)
+    _check(
+        all(_is_int(i) and 0 <= i < n for i in picked) and len(set(picked)) == len(picked),
+        where,
+        data,
+        f"indices must be distinct rows of the ledger (0 to {n - 1})",
+    )
+    return tuple(entries[i][0] for i in picked), omitted
+
+
 def load(rs: RunningSummary, data: object) -> None:
     """Replace the content of ``rs`` with the state ``data`` (call under its lock)."""
     config = config_of(data)
@@ -353,7 +382,9 @@ def load(rs: RunningSummary, data: object) -> None:
         max_stored_tokens=old.max_stored_tokens,
         budget=old.budget,
     )
-    ledger.restore(entries, next_seq=seq, dropped=dropped)  # raises ConfigError on repeats
+    selected = _selected(_mapping(state["ledger"], "state['ledger']").get("selected"), entries)
+    # raises ConfigError on repeats
+    ledger.restore(entries, next_seq=seq, dropped=dropped, selected=selected)
     next_seq = _field(state, "seq", "state")
     seqs = [s["seq"] for s in segments]
     _check(len(set(seqs)) == len(seqs), "state['segments']", seqs, "repeat a seq")
