@@ -73,7 +73,7 @@ class FactLedger:
         self._tok = get_tokenizer(tokenizer)
         self._sel_now = Selection(self._tok.count, self.max_facts, self.budget)
         # Rows restored but not filed yet (``restore(..., selected=)``): filed on first use.
-        self._lazy: list[tuple[Fact, int, int, int]] | None = None
+        self._lazy: Iterable[tuple[Fact, int, int, int]] | None = None
         self._by_value: dict[str, int] = {}
         self._seq = 0
         self.dropped = 0
@@ -213,25 +213,22 @@ class FactLedger:
         tier)``), as saved; ``next_seq`` is the saved ``next_seq``. Repeated facts or
         first-seen orders raise ``ConfigError`` and leave the ledger empty.
 
-        ``selected``: the saved ``select(budget)``. Then the rows are filed on first
-        use, not now (a resumed summary renders from the selection; a full ledger of
-        10,000 facts is rebuilt only when the next fold needs it), and repeated facts
-        are found then."""
+        ``selected``: the saved ``select(budget)``. Then ``entries`` (any iterable: a
+        generator that makes the facts too) is consumed on first use, not now: a
+        resumed summary renders from the selection, and a full ledger of 10,000 facts
+        is filed only when the next fold needs it; repeated facts raise then."""
         if self._sel.entries:
             raise ConfigError("restore: the ledger must be empty")
-        rows = list(entries)
         if selected is not None and self.budget is not None:
-            if len({r[1] for r in rows}) < len(rows):
-                raise ConfigError("restore: a first-seen order appears twice")
             self._forget_renders()
-            self._lazy = rows
+            self._lazy = entries  # consumed when filed
             self._memo[self.budget] = selected
         else:
-            self._fill(rows)
+            self._fill(entries)
         self._seq = next_seq
         self.dropped = dropped
 
-    def _fill(self, rows: list[tuple[Fact, int, int, int]]) -> None:
+    def _fill(self, rows: Iterable[tuple[Fact, int, int, int]]) -> None:
         seqs: set[int] = set()
         keys: set[tuple[str, str]] = set()
         entries: list[Entry] = []

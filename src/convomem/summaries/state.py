@@ -291,14 +291,16 @@ def _segments(data: object) -> list[dict[str, Any]]:
     return out
 
 
-def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
+def _facts(data: object) -> tuple[list[list[Any]], int, int]:
+    """The ledger's rows, checked (``[kind, value, source_id, role, seq, mentions,
+    tier]``: the ``Fact`` objects are made when the ledger files them)."""
     ledger = _mapping(data, "state['ledger']")
     seq, dropped = _field(ledger, "seq", "state['ledger']"), ledger.get("dropped", 0)
     _check(_is_int(seq) and seq >= 0, "state['ledger']['seq']", seq, "must be an int >= 0")
     _check(_is_int(dropped) and dropped >= 0, "state['ledger']['dropped']", dropped, "an int")
     rows = _field(ledger, "facts", "state['ledger']")
     _check(isinstance(rows, list), "state['ledger']['facts']", rows, "must be a list")
-    out: list[tuple[Fact, int, int, int]] = []
+    out: list[list[Any]] = []
     kinds, tiers = _KINDS, _TIERS
     for i, row in enumerate(rows):
         # The common case in one test; a row that fails it is checked part by part below,
@@ -319,7 +321,7 @@ def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
             and type(row[6]) is int
             and row[6] in tiers
         ):
-            out.append((Fact(row[0], row[1], row[2], row[3]), row[4], row[5], row[6]))
+            out.append(row)
             continue
         where = f"state['ledger']['facts'][{i}]"
         ok = isinstance(row, list) and len(row) == 7
@@ -332,13 +334,20 @@ def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
         _check(_is_int(fseq) and 0 < fseq <= seq, f"{where}[4]", fseq, f"must be in [1, {seq}]")
         _check(_is_int(mentions) and mentions >= 1, f"{where}[5]", mentions, "an int >= 1")
         _check(tier in _TIERS and _is_int(tier), f"{where}[6]", tier, f"one of {sorted(_TIERS)}")
-        out.append((Fact(kind, value, source_id, role), fseq, mentions, tier))
+        out.append(row)
+    # Repeats found now, cheaply (a fact repeated under another spelling of its key is
+    # found when the ledger files the rows).
+    seen: dict[Any, int] = {}
+    for i, row in enumerate(out):
+        for mark in (row[4], (row[0], row[1])):
+            if mark in seen:
+                where = f"state['ledger']['facts'][{i}]"
+                raise ConfigError(f"{where}={_short(row)}: appears twice (as row {seen[mark]})")
+            seen[mark] = i
     return out, seq, dropped
 
 
-def _selected(
-    data: object, entries: list[tuple[Fact, int, int, int]]
-) -> tuple[tuple[Fact, ...], int] | None:
+def _selected(data: object, entries: list[list[Any]]) -> tuple[tuple[Fact, ...], int] | None:
     """The saved selection (``[[row indices], omitted]``) as facts, or None."""
     if data is None:
         return None
@@ -354,7 +363,7 @@ def _selected(
         data,
         f"indices must be distinct rows of the ledger (0 to {n - 1})",
     )
-    return tuple(entries[i][0] for i in picked), omitted
+    return tuple(Fact(*entries[i][:4]) for i in picked), omitted
 
 
 def load(rs: RunningSummary, data: object) -> None:
@@ -384,7 +393,8 @@ def load(rs: RunningSummary, data: object) -> None:
     )
     selected = _selected(_mapping(state["ledger"], "state['ledger']").get("selected"), entries)
     # raises ConfigError on repeats
-    ledger.restore(entries, next_seq=seq, dropped=dropped, selected=selected)
+    facts = ((Fact(r[0], r[1], r[2], r[3]), r[4], r[5], r[6]) for r in entries)
+    ledger.restore(facts, next_seq=seq, dropped=dropped, selected=selected)
     next_seq = _field(state, "seq", "state")
     seqs = [s["seq"] for s in segments]
     _check(len(set(seqs)) == len(seqs), "state['segments']", seqs, "repeat a seq")
