@@ -217,3 +217,17 @@ def test_interleaved_writers_agree_with_a_fresh_reader(backend: Any, order: list
     assert sum(s.races for s in stores) == races
     entries, _ = db1.session("s").entries(limit=1000)
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
+
+
+def test_a_re_sent_message_is_compared_as_it_was_scored(backend: Any) -> None:
+    db = open_store(backend.fresh_url())
+
+    def scorer(m: Message) -> int:
+        return 2 if "remember" in m.text() else 0
+
+    mem = ConversationMemory(300, store=db.session("s", user_id="u"), scorer=scorer)
+    sent = Message("k1", "user", content="remember: the code is 4411")
+    logged = mem.add_message(sent)
+    assert logged.priority == 2
+    assert mem.add_message(sent) == logged  # the same message, re-sent: no-op
+    assert len(mem.messages()) == 1

@@ -314,10 +314,11 @@ class Durable:
             given = message
             hit = self._logged.get(given.id)
             if hit is not None and not is_derived_id(given.id):
+                scored, _ = self._prepare(given)  # as it would have been logged
                 if hit[1] is None:  # the view holds a copy: the store compares (or raises)
-                    yield StoreOp("append", ([given],))
-                    return given
-                if hit[1] == given:
+                    yield StoreOp("append", ([scored],))
+                    return scored
+                if hit[1] == scored:
                     return hit[1]  # a re-sent message: nothing to do
                 raise MessageConflict(
                     self._session_id(), given.id, hit[0], "is in the log with other content"
