@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage, MessageConflict
@@ -90,19 +90,12 @@ class Durable:
         self._logged: dict[str, tuple[int, Message | None]] = {}
         self._bounds: dict[str, int] = {}  # seqs of the summary segments' first/last ids
 
-    # -- hooks of the shared core ---------------------------------------------------------
-
-    def _compact_gen(self) -> Gen[None]:  # provided by SessionCore
-        raise NotImplementedError  # pragma: no cover
-
-    def _apply(self, m: Message, t: int) -> None:  # provided by SessionCore
-        raise NotImplementedError  # pragma: no cover
-
-    def _prepare(self, message: object, where: str = "message") -> tuple[Message, int]:
-        raise NotImplementedError  # pragma: no cover
-
-    def _reset(self) -> None:  # provided by SessionCore
-        raise NotImplementedError  # pragma: no cover
+    # the shared core's (SessionCore)
+    _compact_gen: Callable[[], Gen[None]]
+    _apply: Callable[[Message, int], None]
+    _prepare: Callable[[object], tuple[Message, int]]
+    _reset: Callable[[], None]
+    _summary_reserve: Callable[[], int]
 
     def _after_compaction(self) -> None:
         """Keep the seqs the next state needs; forget those of messages that left."""
@@ -179,9 +172,6 @@ class Durable:
             self._count += 1
             if self._view_engine.over(self._summary_reserve()):
                 yield from self._compact_gen()
-
-    def _summary_reserve(self) -> int:
-        raise NotImplementedError  # pragma: no cover
 
     def _read_back(self, cut: int, last: int) -> Gen[list[LogEntry]]:
         """The log's entries from seq ``cut`` to the newest, oldest first."""
@@ -381,6 +371,22 @@ class Durable:
     def _dload_gen_if_needed(self) -> Gen[None]:
         if not self._loaded:
             yield from self._dload_gen()
+
+    def _dsave_gen(self) -> Gen[None]:
+        """Save the state now (compare-and-set), when no message goes with it: after
+        background summaries completed, or a summary set from outside. A lost race
+        drops this memory's view (it adopts the other writer's state on next use)."""
+        if not (self._durable and self._loaded):
+            return
+        state = self._dump_state()
+        if state is None:
+            return
+        try:
+            version = yield StoreOp("save_state", (state,), {"expected_version": self._sversion})
+        except BaseException:
+            self._loaded = False
+            raise
+        self._sversion, self._saved = version, state
 
     def _dclear_state_gen(self) -> Gen[None]:
         """Drop the stored state (after the log was cleared to its system prompt)."""
