@@ -259,6 +259,8 @@ class SaveAndFold(RuleBasedStateMachine):
         assert len(self.recorder.ids) == len(set(self.recorder.ids))  # never twice
         assert sorted(self.recorder.ids) == sorted(self.folded)
         assert list(rs.covered_ids) == self.folded
+        # the encoding a save extends (seeded by a load) is the encoding of them all
+        assert rs.state()["covered"] == encode_ids(self.folded)
         s = rs.current()
         if self.folded:
             assert s is not None and s.count == len(self.folded)
@@ -301,4 +303,5 @@ def test_covered_ids_encode_in_decimal_and_hex_runs_and_extend(
     assert _encode_covered(rs) == encode_ids(ids[:cut])
     rs._covered.update(dict.fromkeys(ids[cut:]))
     assert _encode_covered(rs) == encode_ids(ids)
+
     assert len(encode_ids([f"msg_ab_{k:x}" for k in range(1000)])) == 1

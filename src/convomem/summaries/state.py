@@ -149,17 +149,19 @@ def _count_ids(data: object, where: str) -> int:
 
 
 def decode_ids(data: list[str | list[Any]]) -> list[str]:
-    """The ids ``encode_ids`` encoded, in order."""
+    """The ids ``encode_ids`` encoded, in order (runs expanded at C speed: a resume
+    decodes 100,000 covered ids)."""
     out: list[str] = []
     for item in data:
         if isinstance(item, str):
             out.append(item)
-        elif len(item) == 4:
-            prefix, first, last, _ = item
-            out.extend(f"{prefix}{n:x}" for n in range(first, last + 1))
-        else:
-            prefix, first, last = item
-            out.extend(f"{prefix}{n}" for n in range(first, last + 1))
+            continue
+        prefix, first, last = item[0], item[1], item[2]
+        numbers = range(first, last + 1)
+        digits = (
+            map(format, numbers, itertools.repeat("x")) if len(item) == 4 else map(str, numbers)
+        )
+        out.extend(map(prefix.__add__, digits))
     return out
 
 
@@ -381,8 +383,8 @@ def load(rs: RunningSummary, data: object) -> None:
     expected = sum(s["count"] for s in segments)
     total = _count_ids(covered_raw, "state['covered']")
     _check(total == expected, "state['covered']", f"<{total} ids>", f"must hold {expected} ids")
-    covered = decode_ids(covered_raw)
-    _check(len(set(covered)) == expected, "state['covered']", "<ids>", "has repeated ids")
+    covered = dict.fromkeys(decode_ids(covered_raw))
+    _check(len(covered) == expected, "state['covered']", "<ids>", "has repeated ids")
     entries, seq, dropped = _facts(_field(state, "ledger", "state"))
     old = rs.ledger
     ledger = FactLedger(
@@ -425,7 +427,11 @@ def load(rs: RunningSummary, data: object) -> None:
     rs._segments = segs
     rs._seq = next_seq
     rs._ledger = ledger
-    rs._covered = dict.fromkeys(covered)
+    rs._covered = covered
+    # The saved encoding seeds the next save's (it then encodes only new ids).
+    runs = [x if isinstance(x, str) else list(x) for x in covered_raw]
+    last = _parse(next(reversed(covered))) if covered else None
+    rs._covered_runs = (covered, len(covered), runs, last)
     rs._pending_seqs = set()
     rs._version += 1
     rs._rebuild()
