@@ -210,10 +210,7 @@ class Durable:
             if e is None or e.seq != seq:
                 raise Stale(f"message {mid!r} (seq {seq}) is no longer in the log")
             logged[mid] = e.message
-        try:
-            self._rs.load_state(state["summary"])
-        except ConfigError as exc:
-            raise Stale(str(exc)) from None
+        self._rs.load_state(state["summary"])  # ConfigError (Stale) if it cannot be used
         engine = self._view_engine
         try:
             load_view(engine, view, logged)
