@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.summaries import RunningSummary, Summary, TruncatingSummarizer
-from convomem.summaries.state import _encode_covered, decode_ids, encode_ids
+from convomem.summaries.state import _encode_covered, config_of, decode_ids, encode_ids
 
 NAMES = ["Priya", "Tomasz", "Ingrid", "Kofi"]
 
@@ -240,11 +240,15 @@ class SaveAndFold(RuleBasedStateMachine):
         s = self.rs.compress([self.msgs[i]], summarizer=Echo())
         assert s.content.strip() or s.kept_original
 
-    @rule()
-    def save_and_restore(self) -> None:
+    @rule(lazy=st.booleans())
+    def save_and_restore(self, lazy: bool) -> None:
         before = self.rs.message()
         data = json.loads(json.dumps(self.rs.state()))
-        self.rs = RunningSummary.from_state(data, self.recorder)
+        if lazy:  # covered ids decoded on first use, the facts filed on first use
+            self.rs = RunningSummary(self.recorder, **config_of(data))
+            self.rs.load_state(data, lazy=True)
+        else:
+            self.rs = RunningSummary.from_state(data, self.recorder)
         assert self.rs.message() == before
 
     @rule()
@@ -258,9 +262,10 @@ class SaveAndFold(RuleBasedStateMachine):
         rs = self.rs
         assert len(self.recorder.ids) == len(set(self.recorder.ids))  # never twice
         assert sorted(self.recorder.ids) == sorted(self.folded)
-        assert list(rs.covered_ids) == self.folded
-        # the encoding a save extends (seeded by a load) is the encoding of them all
+        # the encoding a save extends (seeded by a load, or the loaded one while a lazy
+        # load was not decoded) is the encoding of them all
         assert rs.state()["covered"] == encode_ids(self.folded)
+        assert list(rs.covered_ids) == self.folded
         s = rs.current()
         if self.folded:
             assert s is not None and s.count == len(self.folded)

@@ -210,7 +210,7 @@ class Durable:
             if e is None or e.seq != seq:
                 raise Stale(f"message {mid!r} (seq {seq}) is no longer in the log")
             logged[mid] = e.message
-        self._rs.load_state(state["summary"])  # ConfigError (Stale) if it cannot be used
+        self._rs.load_state(state["summary"], lazy=True)  # ConfigError (Stale): unusable
         engine = self._view_engine
         try:
             load_view(engine, view, logged)

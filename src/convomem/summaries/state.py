@@ -107,6 +107,8 @@ def _encode_covered(rs: RunningSummary) -> list[str | list[Any]]:
     """``encode_ids`` of the covered ids, extended from the last call's encoding when
     the covered ids only grew since (they are appended in fold order), so a save costs
     O(new ids), not O(covered)."""
+    if rs._covered_lazy is not None:  # not decoded since the load: the loaded encoding
+        return [x if isinstance(x, str) else list(x) for x in rs._covered_lazy]
     covered = rs._covered
     cache = rs._covered_runs
     out: list[str | list[Any]]
@@ -368,8 +370,19 @@ def _selected(data: object, entries: list[list[Any]]) -> tuple[tuple[Fact, ...],
     return tuple(Fact(*entries[i][:4]) for i in picked), omitted
 
 
-def load(rs: RunningSummary, data: object) -> None:
-    """Replace the content of ``rs`` with the state ``data`` (call under its lock)."""
+def decode_covered(raw: list[Any]) -> tuple[dict[str, None], Any]:
+    """Covered ids from their encoding, and the cache ``_encode_covered`` extends."""
+    covered = dict.fromkeys(decode_ids(raw))
+    runs = [x if isinstance(x, str) else list(x) for x in raw]
+    last = _parse(next(reversed(covered))) if covered else None
+    return covered, (covered, len(covered), runs, last)
+
+
+def load(rs: RunningSummary, data: object, *, lazy: bool = False) -> None:
+    """Replace the content of ``rs`` with the state ``data`` (call under its lock).
+
+    ``lazy``: the covered ids are counted now and decoded on first use (a resumed
+    session may never need them); a repeated id is then not reported."""
     config = config_of(data)
     for key in _CONFIG_KEYS:
         mine = getattr(rs, key)
@@ -383,8 +396,10 @@ def load(rs: RunningSummary, data: object) -> None:
     expected = sum(s["count"] for s in segments)
     total = _count_ids(covered_raw, "state['covered']")
     _check(total == expected, "state['covered']", f"<{total} ids>", f"must hold {expected} ids")
-    covered = dict.fromkeys(decode_ids(covered_raw))
-    _check(len(covered) == expected, "state['covered']", "<ids>", "has repeated ids")
+    covered: dict[str, None] | None = None
+    if not lazy:
+        covered = dict.fromkeys(decode_ids(covered_raw))
+        _check(len(covered) == expected, "state['covered']", "<ids>", "has repeated ids")
     entries, seq, dropped = _facts(_field(state, "ledger", "state"))
     old = rs.ledger
     ledger = FactLedger(
@@ -427,11 +442,11 @@ def load(rs: RunningSummary, data: object) -> None:
     rs._segments = segs
     rs._seq = next_seq
     rs._ledger = ledger
-    rs._covered = covered
-    # The saved encoding seeds the next save's (it then encodes only new ids).
-    runs = [x if isinstance(x, str) else list(x) for x in covered_raw]
-    last = _parse(next(reversed(covered))) if covered else None
-    rs._covered_runs = (covered, len(covered), runs, last)
+    if covered is None:
+        rs._covered = {}
+        rs._covered_lazy = covered_raw
+    else:
+        rs._covered, rs._covered_runs = decode_covered(covered_raw)
     rs._pending_seqs = set()
     rs._version += 1
     rs._rebuild()
