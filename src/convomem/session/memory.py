@@ -73,9 +73,12 @@ class ConversationMemory(SessionCore):
 
     - ``tokenizer``: a spec or tokenizer (``"approx"``, ``"tiktoken:cl100k_base"``...).
     - ``store``: a ``Store`` or ``AsyncStore`` holding the log (default ``InMemoryStore``).
-      Messages already in it are replayed into the view on first use. With an
-      ``AsyncStore`` use the async methods (sync ones raise ``ConfigError`` when they
-      need the store). A sync store is called directly from the async methods.
+      Messages already in it are replayed into the view on first use. A durable
+      session (``db.session(...)``, a ``SessionStore``) also keeps the derived state and
+      each message's token count, so a memory opened on it later resumes exactly,
+      reading only the view's rows (``session.durable``). With an ``AsyncStore`` use
+      the async methods (sync ones raise ``ConfigError`` when they need the store). A
+      sync store is called directly from the async methods.
     - ``summarizer``: a summarizer callable (sync or async; default
       ``ExtractiveSummarizer``), or a configured ``RunningSummary`` (then ``fallback``,
       ``facts`` and ``summary_tokens`` come from it and must not be given).
@@ -99,7 +102,10 @@ class ConversationMemory(SessionCore):
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
-    two equal texts one at a time never collides. A given id is kept as it is.
+    two equal texts one at a time never collides. A given id is kept as it is: adding
+    it again raises ``InvalidMessage``, or, over a durable session (whose appends are
+    idempotent), is a no-op when the content is the same and raises ``MessageConflict``
+    when it is not.
 
     Sync calls are serialized by a lock and async calls by a per-loop asyncio lock; do
     not drive one memory from threads and event loops at once.
