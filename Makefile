@@ -14,10 +14,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The demo needs no dependency and no install: any Python 3.11+ runs it from the source tree.
+# It keeps its session in .convomem-demo.db (or $CONVOMEM_DEMO_DB): a second run resumes it;
+# `make demo ARGS=--fresh` starts over.
 demo:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "make demo needs Python 3.11 or newer, e.g. make demo PYTHON=python3.11"; exit 1; }
-	PYTHONPATH=src $(PYTHON) examples/demo.py
+	PYTHONPATH=src $(PYTHON) examples/demo.py $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
@@ -25,11 +27,13 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict src
 
 # pytest exits 5 when it collected no test; make treats every non-zero exit as failure.
+# The store tests start real servers: scripts/ensure-*.sh install them when missing.
 test: lint
+	sh scripts/ensure-redis-server.sh
 	$(BIN)/python -m pytest -q
 
-# Every benchmark in turn (about 30 minutes on 2 idle cores); see bench/README.md to run one.
-BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality
+# Every benchmark in turn (about 35 minutes on 2 idle cores); see bench/README.md to run one.
+BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality agents_sdk
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

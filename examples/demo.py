@@ -6,22 +6,41 @@ demo shows what a model with a small context would get without memory (the newes
 messages that fit) and with ``ConversationMemory``: what was kept, dropped, summarized
 and compressed, and why, then the same from the command line.
 
-Runs from a source checkout with no install and no dependency:
-``PYTHONPATH=src python examples/demo.py``. Token counts use the built-in ``approx``
-counter; pass ``tokenizer="tiktoken:cl100k_base"`` (extra ``tiktoken``) for exact ones.
+The memory keeps its session in a SQLite file (``.convomem-demo.db`` in the working
+directory; ``--db PATH`` or ``$CONVOMEM_DEMO_DB`` to put it elsewhere). Run it again and
+it resumes that session instead of replaying the thread: it reports the messages it
+found, the summary it kept and the summarizer calls the resume needed.
+``--fresh`` (``make demo ARGS=--fresh``) deletes the session and starts over.
+
+Runs from a source checkout with no install and no dependency (SQLite is in the
+standard library): ``PYTHONPATH=src python examples/demo.py``. Token counts use the
+built-in ``approx`` counter; pass ``tokenizer="tiktoken:cl100k_base"`` (extra
+``tiktoken``) for exact ones.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
+import os
+import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from convomem import ConversationMemory, Message, Packer, from_openai, get_tokenizer
+from convomem import (
+    ConversationMemory,
+    ConvomemError,
+    Message,
+    Packer,
+    from_openai,
+    get_tokenizer,
+    open_store,
+)
 from convomem.model import COMPRESSED_KEY
+from convomem.stores import SessionStore, StoreDatabase
 from convomem.tokens import Tokenizer
 
 EXAMPLE = Path(__file__).with_name("support_conversation.json")
@@ -38,6 +57,11 @@ NEEDED = {
 """What the last question needs, and the text that shows the context still has it."""
 
 WIDTH = 88
+DB_FILE = ".convomem-demo.db"
+"""Where the session is kept, in the working directory (``--db`` or
+``$CONVOMEM_DEMO_DB`` to choose another file)."""
+SESSION = "maya-chen-support"
+USER = "maya"
 
 
 def banner(title: str) -> None:
@@ -65,16 +89,21 @@ def show_recall(found: dict[str, bool], thread: Sequence[Message]) -> None:
         print(f"    [{'x' if ok else ' '}] {what} (first said in #{first})")
 
 
-def remember(thread: Sequence[Message], tokenizer: Tokenizer) -> ConversationMemory:
+def open_memory(tokenizer: Tokenizer, store: SessionStore | None = None) -> ConversationMemory:
+    """The demo's memory: the same options on the first run and on a resume."""
+    return ConversationMemory(max_tokens=BUDGET, tokenizer=tokenizer, store=store)
+
+
+def remember(
+    thread: Sequence[Message], tokenizer: Tokenizer, store: SessionStore | None = None
+) -> ConversationMemory:
     """The thread fed to a ConversationMemory one message at a time, as an agent loop would.
 
     Long tool outputs get priority 1: the memory shortens them before it evicts them.
     """
-    memory = ConversationMemory(max_tokens=BUDGET, tokenizer=tokenizer)
+    memory = open_memory(tokenizer, store)
     for m in thread:
-        if m.role == "tool" and tokenizer.count_message(m) > 60:
-            m = m.replace(priority=1)
-        memory.add_message(m)
+        memory.add_message(prioritized(m, tokenizer))
     return memory
 
 
@@ -91,9 +120,24 @@ def spans(indices: Sequence[int]) -> str:
     return ", ".join(out)
 
 
-def main() -> None:
-    thread = from_openai(json.loads(EXAMPLE.read_text()))
-    tok = get_tokenizer("approx")
+def print_summary(summary: Message) -> None:
+    print("\nThe summary the model reads (wrapped for the screen, nothing cut):")
+    for line in summary.text().splitlines():
+        if line.strip():
+            say(line, "    ", "      ")
+        else:
+            print()
+
+
+def prioritized(m: Message, tokenizer: Tokenizer) -> Message:
+    """Long tool outputs get priority 1: the memory shortens them before it evicts them."""
+    if m.role == "tool" and tokenizer.count_message(m) > 60:
+        return m.replace(priority=1)
+    return m
+
+
+def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None) -> None:
+    """The first run: the thread without memory, then through a ConversationMemory."""
     total = tok.count_messages(thread)
     calls = sum(len(m.tool_use_ids()) for m in thread)
     question = thread[-1]
@@ -116,7 +160,7 @@ def main() -> None:
     show_recall(recall(plain.kept), thread)
 
     banner(f"After: ConversationMemory(max_tokens={BUDGET:,})")
-    memory = remember(thread, tok)
+    memory = remember(thread, tok, store)
     context = memory.context(format="messages")
     stats = memory.stats()
     log = memory.messages()
@@ -158,17 +202,13 @@ def main() -> None:
         "  ",
     )
     if summaries:
-        print("\nThe summary the model reads (wrapped for the screen, nothing cut):")
-        for line in summaries[0].text().splitlines():
-            if line.strip():
-                say(line, "    ", "      ")
-            else:
-                print()
+        print_summary(summaries[0])
     print("\nCan the model answer her now?")
     show_recall(recall(context), thread)
 
     banner("The same from the command line")
-    path = "examples/support_conversation.json"
+    path = os.path.relpath(EXAMPLE)
+    path = str(EXAMPLE) if path.startswith("..") else path
     commands = [
         ["estimate", path],
         ["pack", path, "--budget", str(BUDGET), "--strategy", "memory", "--explain", "--tail", "4"],
@@ -185,5 +225,100 @@ def main() -> None:
     say(f"pack (no priority marks in the file): {err.getvalue().strip()}")
 
 
+def resume(
+    thread: Sequence[Message], tok: Tokenizer, store: SessionStore, where: str, stored: int
+) -> None:
+    """A later run: a new ConversationMemory over the stored session, as after a restart."""
+    banner(f"Resumed: session {SESSION!r}")
+    say(
+        f"A previous run left {stored} messages in this session, in {where}. A new "
+        "ConversationMemory over the same store (a new process, as after a restart) picks "
+        "it up:"
+    )
+    memory = open_memory(tok, store)
+    missing = [prioritized(m, tok) for m in thread[stored:]]
+    for m in missing:  # a previous run stopped early: carry on where it stopped
+        memory.add_message(m)
+    context = memory.context(format="messages")
+    stats = memory.stats()
+    current = memory.summary.current()
+    summary = next((m for m in context if current is not None and m.id == current.id), None)
+    if missing:
+        bullet(f"the previous run stopped early: added the {len(missing)} messages it lacked")
+    bullet(
+        f"the context: {stats.context_messages} messages, {stats.context_tokens:,} of "
+        f"{BUDGET:,} tokens, read back from the store"
+    )
+    bullet(
+        f"the summary it kept: {stats.summarized_messages} older messages in "
+        f"{stats.summary_tokens:,} tokens" + (" (degraded)" if stats.degraded else "")
+    )
+    if stats.summarizer_calls == 0:
+        bullet("summarizer calls to resume: none; the summary was read back, not remade")
+    else:
+        bullet(
+            f"summarizer calls to resume: {stats.summarizer_calls} (this version rebuilds "
+            "the summary by replaying the log)"
+        )
+    if summary is not None:
+        print_summary(summary)
+    print("\nCan the model answer her now?")
+    show_recall(recall(context), thread)
+
+    banner("The stored session from the command line")
+    argv = ["sessions", "show", SESSION, "--store", f"sqlite:///{where}", "--tail", "3"]
+    print(f"$ python -m convomem {' '.join(argv)}")
+    from convomem.cli import main as cli
+
+    out = io.StringIO()
+    cli(argv, out=out)
+    for line in out.getvalue().splitlines():
+        print(line[:WIDTH])
+    print()
+    say(
+        "Run it again to resume again; `make demo ARGS=--fresh` (or "
+        "`python examples/demo.py --fresh`) starts over."
+    )
+
+
+def db_path(argv: Sequence[str] | None) -> tuple[str, bool]:
+    parser = argparse.ArgumentParser(description="The convomem demo (see examples/demo.py).")
+    parser.add_argument("--db", help=f"SQLite file of the session (default: {DB_FILE})")
+    parser.add_argument("--fresh", action="store_true", help="delete the session, start over")
+    args = parser.parse_args(argv)
+    return args.db or os.environ.get("CONVOMEM_DEMO_DB") or DB_FILE, args.fresh
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    path, fresh = db_path(argv)
+    thread = from_openai(json.loads(EXAMPLE.read_text()))
+    tok = get_tokenizer("approx")
+    try:
+        db: StoreDatabase = open_store(f"sqlite:///{path}")
+    except ConvomemError as exc:
+        print(f"demo: cannot open {path}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if fresh and db.delete_session(SESSION, user_id=USER):
+            print(f"Deleted the session saved in {path}: starting over.")
+        store = db.session(SESSION, user_id=USER)
+        info = store.info()
+        if info is not None and info.message_count:
+            resume(thread, tok, store, path, info.message_count)
+        else:
+            story(thread, tok, store)
+            print()
+            say(
+                f"The session is saved in {path}: run the demo again to resume it "
+                "(`make demo`), or start over with `make demo ARGS=--fresh`."
+            )
+    except ConvomemError as exc:
+        print(f"demo: {exc} (`make demo ARGS=--fresh` starts over)", file=sys.stderr)
+        return 1
+    finally:
+        db.close()
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,6 +14,7 @@ import itertools
 import shutil
 import sqlite3
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from _servers_redis import redis_cluster_nodes, redis_server  # noqa: F401 (re-exported fixtures)
 from convomem.stores.sqlite import SQLiteDatabase
 
 
@@ -94,7 +96,111 @@ def sqlite_memory() -> Backend:
     return _sqlite(lambda: "sqlite://")
 
 
-BACKENDS = ["sqlite_file", "sqlite_memory"]  # the next backends: "redis", "postgresql"
+def _redis_raw(db: Any) -> Any:
+    """A sync RedisDatabase on the same server and prefix as ``db`` (sync or async)."""
+    from convomem.stores.redis_store import RedisDatabase
+
+    inner = getattr(db, "inner", db)
+    return RedisDatabase(inner.url, prefix=inner.prefix)
+
+
+def _redis_corrupt(db: Any, tenant: str | None, session_id: str, seq: int, raw: bytes) -> None:
+    from convomem.stores._redis_ops import session_keys
+
+    with _redis_raw(db) as direct:
+        _, log, data, _, _ = session_keys(direct.prefix, tenant or "", session_id)
+        (message_id,) = direct._client.zrangebyscore(log, seq, seq)
+        direct._client.hset(data, message_id, raw)
+
+
+@contextlib.contextmanager
+def _redis_hold_lock(db: Any) -> Iterator[Callable[[], None]]:
+    """Hold the write lock of every session the test uses (``s``, no tenant)."""
+    from convomem.stores._redis_ops import session_keys
+
+    direct = _redis_raw(db)
+    lock = session_keys(direct.prefix, "", "s")[4]
+    direct._client.set(lock, "held by the test", px=60_000)
+
+    def release() -> None:
+        direct._client.delete(lock)
+
+    try:
+        yield release
+    finally:
+        release()
+        direct.close()
+
+
+def _pg_settings(db: Any) -> Any:
+    inner = getattr(db, "inner", db)  # the async twin under the suite's SyncOverAsync
+    return inner._settings
+
+
+def _pg_connect(db: Any) -> Any:
+    import psycopg
+
+    return psycopg.connect(_pg_settings(db).conninfo, autocommit=True)
+
+
+def _pg_corrupt(db: Any, tenant: str | None, session_id: str, seq: int, raw: bytes) -> None:
+    # A text column holds only valid UTF-8: bytes that are not are written with their
+    # bad bytes as \xNN escapes, which no JSON reader accepts either.
+    schema = _pg_settings(db).schema
+    with _pg_connect(db) as conn:
+        done = conn.execute(
+            f"UPDATE {schema}.convomem_messages SET data = %s WHERE seq = %s AND session_pk = "
+            f"(SELECT pk FROM {schema}.convomem_sessions WHERE tenant = %s AND session_id = %s)",
+            (raw.decode("utf-8", "backslashreplace"), seq, tenant or "", session_id),
+        ).rowcount
+    assert done == 1
+
+
+@contextlib.contextmanager
+def _pg_hold_lock(db: Any) -> Iterator[Callable[[], None]]:
+    """Every writer locks its session's row first: a table lock that conflicts with
+    row locks (not with plain reads) makes every write wait, then time out."""
+    conn = _pg_connect(db)
+    conn.execute("BEGIN")
+    conn.execute(f"LOCK TABLE {_pg_settings(db).schema}.convomem_sessions IN EXCLUSIVE MODE")
+    held = [True]
+
+    def release() -> None:
+        if held[0]:
+            held[0] = False
+            conn.execute("ROLLBACK")
+
+    try:
+        yield release
+    finally:
+        release()
+        conn.close()
+
+
+@pytest.fixture
+def postgresql(postgres_server: Any) -> Backend:
+    return Backend(postgres_server.fresh_url, _pg_corrupt, _pg_hold_lock, {"lock_timeout": 0.05})
+
+
+@pytest.fixture
+def redis(request: pytest.FixtureRequest) -> Backend:
+    server = request.getfixturevalue("redis_server")
+    n = itertools.count()
+    run = uuid.uuid4().hex[:8]
+    url = f"redis://127.0.0.1:{server.port}/0?prefix=t{run}-"
+    return Backend(lambda: f"{url}{next(n)}", _redis_corrupt, _redis_hold_lock)
+
+
+@pytest.fixture
+def redis_cluster(request: pytest.FixtureRequest) -> Backend:
+    nodes = request.getfixturevalue("redis_cluster_nodes")
+    n = itertools.count()
+    run = uuid.uuid4().hex[:8]
+    url = f"redis+cluster://127.0.0.1:{nodes.port}?prefix=c{run}-"
+    return Backend(lambda: f"{url}{next(n)}", _redis_corrupt, _redis_hold_lock)
+
+
+BACKENDS = ["sqlite_file", "sqlite_memory", "redis", "redis_cluster", "postgresql"]
 
 
 @pytest.fixture(params=BACKENDS)

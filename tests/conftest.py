@@ -22,4 +22,14 @@ settings.register_profile(
 settings.load_profile("convomem")
 
 # The store backends as fixtures for every room (sessions, stores, CLI, integrations).
-from _store_backends import backend, sqlite_file, sqlite_memory  # noqa: E402, F401
+from _servers_postgres import pgbouncer, postgres_server  # noqa: E402, F401
+from _store_backends import (  # noqa: E402, F401
+    backend,
+    postgresql,
+    redis,
+    redis_cluster,
+    redis_cluster_nodes,
+    redis_server,
+    sqlite_file,
+    sqlite_memory,
+)

@@ -45,16 +45,17 @@ def test_the_conversation_is_one_customer_in_one_thread() -> None:
     assert about[True] > len(committed) // 5  # one order runs through the whole thread
 
 
-def run_demo() -> tuple[ModuleType, str]:
+def run_demo(tmp_path: Path, *argv: str) -> tuple[ModuleType, str]:
+    """The demo in-process, keeping its session in ``tmp_path``."""
     demo = load("demo")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        demo.main()
+        assert demo.main(["--db", str(tmp_path / "demo.db"), *argv]) == 0
     return demo, out.getvalue()
 
 
-def test_demo_tells_the_before_and_after_story() -> None:
-    _, text = run_demo()
+def test_demo_tells_the_before_and_after_story(tmp_path: Path) -> None:
+    _, text = run_demo(tmp_path)
     for heading in ("The thread", "Before:", "After: ConversationMemory", "The same from the"):
         assert f"== {heading}" in text
     for part in ("kept verbatim:", "summarized:", "compressed:", "dropped from the context:"):
@@ -66,8 +67,8 @@ def test_demo_tells_the_before_and_after_story() -> None:
     assert max(len(line) for line in text.splitlines() if not line.startswith("$")) <= 88
 
 
-def test_demo_prints_the_whole_summary_without_cutting_words() -> None:
-    demo, text = run_demo()
+def test_demo_prints_the_whole_summary_without_cutting_words(tmp_path: Path) -> None:
+    demo, text = run_demo(tmp_path)
     thread = from_openai(json.loads((EXAMPLES / "support_conversation.json").read_text()))
     memory = demo.remember(thread, demo.get_tokenizer("approx"))
     log = {m.id for m in memory.messages()}
@@ -76,14 +77,65 @@ def test_demo_prints_the_whole_summary_without_cutting_words() -> None:
     assert shown.split() == summary.text().split()  # every word, whole, in order
 
 
-def test_make_demo_runs_from_the_source_tree_without_installing() -> None:
+def test_make_demo_runs_from_the_source_tree_without_installing(tmp_path: Path) -> None:
     """``python -S`` skips site-packages: no installed convomem, no third-party module."""
-    proc = subprocess.run(
-        ["make", "-s", "demo", f"PYTHON={sys.executable} -S"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "== After: ConversationMemory" in proc.stdout
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT), "CONVOMEM_DEMO_DB": str(tmp_path / "d.db")}
+    runs = [
+        subprocess.run(
+            ["make", "-s", "demo", f"PYTHON={sys.executable} -S"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr
+    assert "== After: ConversationMemory" in runs[0].stdout
+    assert "== Resumed: session" in runs[1].stdout  # make demo run twice resumes
+    assert "== After:" not in runs[1].stdout and not list(ROOT.glob(".convomem-demo.db*"))
+
+
+def test_a_second_run_resumes_the_session_and_fresh_starts_over(tmp_path: Path) -> None:
+    demo, first = run_demo(tmp_path)
+    assert "The session is saved in" in first and "run the demo again to resume it" in first
+    _, second = run_demo(tmp_path)
+    thread = from_openai(json.loads((EXAMPLES / "support_conversation.json").read_text()))
+    assert f"== Resumed: session {demo.SESSION!r}" in second and "== After:" not in second
+    assert f"A previous run left {len(thread)} messages in this session" in second
+    assert "stopped early" not in second
+    for what in demo.NEEDED:
+        assert f"[x] {what}" in second
+    assert f"messages  {len(thread)} (last seq {len(thread)})" in second  # sessions show
+    assert max(len(line) for line in second.splitlines() if not line.startswith("$")) <= 88
+    # What it resumed is the context the first run ended with, and it says how many
+    # summarizer calls resuming took.
+    tok = demo.get_tokenizer("approx")
+    db = demo.open_store(f"sqlite:///{tmp_path / 'demo.db'}")
+    try:
+        resumed = demo.open_memory(tok, db.session(demo.SESSION, user_id=demo.USER))
+        again = resumed.context(format="openai")
+        calls = resumed.stats().summarizer_calls
+    finally:
+        db.close()
+    original = demo.remember(thread, tok).context(format="openai")
+    assert json.dumps(again) == json.dumps(original)
+    said = "none" if calls == 0 else str(calls)
+    assert f"summarizer calls to resume: {said}" in second
+    _, third = run_demo(tmp_path, "--fresh")
+    assert third.startswith("Deleted the session saved in") and "== After:" in third
+
+
+def test_a_run_cut_short_is_carried_on(tmp_path: Path) -> None:
+    demo = load("demo")
+    thread = from_openai(json.loads((EXAMPLES / "support_conversation.json").read_text()))
+    tok = demo.get_tokenizer("approx")
+    db = demo.open_store(f"sqlite:///{tmp_path / 'demo.db'}")
+    try:
+        demo.remember(thread[:100], tok, db.session(demo.SESSION, user_id=demo.USER))
+    finally:
+        db.close()
+    _, text = run_demo(tmp_path)
+    assert f"added the {len(thread) - 100} messages it lacked" in text
+    assert f"messages  {len(thread)} (last seq {len(thread)})" in text

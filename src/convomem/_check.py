@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, bounded_repr
 
 T = TypeVar("T")
 
@@ -25,26 +25,26 @@ def integer(
 ) -> int:
     """An int (not a bool) within ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name}={value!r}: must be an integer")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be an integer")
     n = value
     if minimum is not None and n < minimum:
-        raise ConfigError(f"{name}={value!r}: must be at least {minimum}")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be at least {minimum}")
     if maximum is not None and n > maximum:
-        raise ConfigError(f"{name}={value!r}: must be at most {maximum}")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be at most {maximum}")
     return n
 
 
 def positive_int(name: str, value: object) -> int:
     """An int of at least 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{name}={value!r}: must be a positive integer")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be a positive integer")
     return value
 
 
 def non_negative_int(name: str, value: object) -> int:
     """An int of at least 0."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name}={value!r}: must be a non-negative integer")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be a non-negative integer")
     return value
 
 
@@ -63,17 +63,17 @@ def number(
 ) -> float:
     """A finite real number (not a bool) in the given interval."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name}={value!r}: must be a finite number")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be a finite number")
     v = float(value)
     if not math.isfinite(v):
-        raise ConfigError(f"{name}={value!r}: must be a finite number")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be a finite number")
     low = "(" if low_open else "["
     span = f"{low}{minimum if minimum is not None else '-inf'}, "
     span += f"{maximum if maximum is not None else 'inf'}]"
     if minimum is not None and (v < minimum or (low_open and v == minimum)):
-        raise ConfigError(f"{name}={value!r}: must be a number in {span}")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be a number in {span}")
     if maximum is not None and v > maximum:
-        raise ConfigError(f"{name}={value!r}: must be a number in {span}")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be a number in {span}")
     return v
 
 
@@ -85,7 +85,7 @@ def fraction(name: str, value: object, *, low_open: bool = False) -> float:
 def flag(name: str, value: object) -> bool:
     """True or False, nothing else."""
     if not isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r}: must be True or False")
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be True or False")
     return value
 
 
@@ -94,11 +94,12 @@ def one_of(name: str, value: object, choices: tuple[T, ...]) -> T:
     for c in choices:
         if value == c and type(value) is type(c):
             return c
-    raise ConfigError(f"{name}={value!r}: must be one of {list(choices)}")
+    raise ConfigError(f"{name}={bounded_repr(value)}: must be one of {list(choices)}")
 
 
 def function(name: str, value: object, what: str = "") -> Callable[..., Any]:
     """A callable (``what`` says what it is called with)."""
     if not callable(value):
-        raise ConfigError(f"{name}={value!r}: must be callable{f' ({what})' if what else ''}")
+        called = f" ({what})" if what else ""
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be callable{called}")
     return value

@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import reprlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from .model import Message
+
+
+MAX_REPR: Final = 200
+"""The longest value an error message shows (a 50 MB message must not flood a log)."""
+
+_bounded = reprlib.Repr()
+_bounded.maxstring = _bounded.maxother = _bounded.maxlong = MAX_REPR - 40
+_bounded.maxlist = _bounded.maxtuple = _bounded.maxdict = 8
+_bounded.maxset = _bounded.maxfrozenset = _bounded.maxdeque = _bounded.maxarray = 8
+_bounded.maxlevel = 4
+
+
+def bounded_repr(value: Any) -> str:
+    """``repr(value)`` cut to at most ``MAX_REPR`` characters (``...`` marks the cut).
+
+    Never raises: a value whose repr fails (or an int too long to print) shows its type.
+    """
+    try:
+        text = _bounded.repr(value)
+    except Exception:
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
 
 
 class ConvomemError(Exception):
@@ -20,7 +42,8 @@ class InvalidMessage(ConvomemError, ValueError):
         self.field = field
         self.value = value
         self.problem = problem
-        super().__init__(f"{field}={value!r}: {problem}")
+        where = field if len(field) <= MAX_REPR else field[: MAX_REPR - 3] + "..."
+        super().__init__(f"{where}={bounded_repr(value)}: {problem}")
 
 
 class ConfigError(ConvomemError, ValueError):
@@ -29,6 +52,30 @@ class ConfigError(ConvomemError, ValueError):
 
 class TransientError(ConvomemError):
     """A retryable failure of a store or service (a timeout, a dropped connection)."""
+
+
+class ClearIncomplete(TransientError):
+    """``clear(keep_system=True)`` on a store without ``truncate`` stopped half-way, and
+    putting the popped messages back failed too: the store lost its newest messages.
+
+    The store protocol has no atomic "keep the first n": such a clear pops the newest
+    messages one by one and, when a pop fails, adds them back; when that add fails as
+    well nothing more can be done. The store now holds the first ``remaining`` messages
+    of the log; ``removed`` are the messages it no longer holds (oldest first). The
+    memory's view follows the store (it is rebuilt from it on next use, like after
+    ``pop``). Call ``clear()`` again to finish, or ``add_items(exc.removed)`` to restore.
+    """
+
+    def __init__(self, remaining: int, removed: list[Message], cause: BaseException) -> None:
+        self.remaining = remaining
+        self.removed = removed
+        ids = bounded_repr([m.id for m in removed])
+        super().__init__(
+            f"clear(keep_system=True) stopped half-way ({cause}) and putting the popped "
+            f"messages back failed: the store now holds the first {remaining} messages of "
+            f"the log; the {len(removed)} newest ({ids}) are in .removed; call clear() "
+            "again to finish, or add them back"
+        )
 
 
 class HistoryLoadError(ConvomemError):
@@ -90,7 +137,8 @@ class InvalidPage(ConvomemError, TypeError):
         self.value = value
         self.problem = problem
         super().__init__(
-            f"page {page} (fetch_page({cursor!r})): {field}={_short_repr.repr(value)}: {problem}"
+            f"page {page} (fetch_page({bounded_repr(cursor)})): "
+            f"{field}={_short_repr.repr(value)}: {problem}"
         )
 
 
@@ -149,7 +197,8 @@ class ConcurrentUpdate(StoreError):
         self.expected = expected
         self.actual = actual
         super().__init__(
-            f"session {session_id!r}: {field} is {actual}, not the expected {expected}; "
+            f"session {bounded_repr(session_id)}: {field} is {actual}, "
+            f"not the expected {expected}; "
             "another writer moved the session (nothing was written; re-read and retry)"
         )
 
@@ -165,7 +214,8 @@ class MessageConflict(StoreError, ValueError):
         self.message_id = message_id
         self.seq = seq
         super().__init__(
-            f"session {session_id!r}: message id {message_id!r} (seq {seq}): {problem}"
+            f"session {bounded_repr(session_id)}: message id {bounded_repr(message_id)} "
+            f"(seq {seq}): {problem}"
         )
 
 
@@ -193,7 +243,8 @@ class CorruptRecord(StoreError):
         self.cursor = cursor
         more = f" (and {len(seqs) - 1} more unreadable rows)" if len(seqs) > 1 else ""
         super().__init__(
-            f"session {session_id!r}: the message at seq {seqs[0]} cannot be read: {problem}"
+            f"session {bounded_repr(session_id)}: the message at seq {seqs[0]} cannot be "
+            f"read: {problem}"
             f"{more}; the {len(messages)} valid messages are in .messages"
         )
 
@@ -206,5 +257,6 @@ class SessionOwnerMismatch(StoreError, PermissionError):
         self.tenant = tenant
         self.user_id = user_id
         super().__init__(
-            f"session {session_id!r} (tenant {tenant!r}) is not owned by user_id={user_id!r}"
+            f"session {bounded_repr(session_id)} (tenant {bounded_repr(tenant)}) is not owned "
+            f"by user_id={bounded_repr(user_id)}"
         )

@@ -423,3 +423,39 @@ def test_check_pins_accepts_bare_specs() -> None:
     assert check_pins("system") == ("system",)
     assert check_pins(-1) == (-1,)
     assert check_pins(("system", 2)) == ("system", 2)
+
+
+# -- a call repeating the id of a call still open ---------------------------------------
+
+
+def test_a_message_of_nothing_but_repeated_calls_is_an_orphan() -> None:
+    ms = [call("a1", "c1"), call("a2", "c1"), result("t1", "c1")]
+    chunks = group_pairs(ms)
+    assert layout(chunks) == [["a1", "t1"], ["a2"]]
+    assert chunks[1].orphan and not chunks[0].pending
+    assert validate_pairs(ms) == [PairProblem("repeated_call", 1, "c1")]
+    assert str(validate_pairs(ms)[0]) == (
+        "message 1 calls tool 'c1' again, while that call is still unanswered"
+    )
+    assert [m.id for m in repair_pairs(ms)] == ["a1", "t1"]
+
+
+def test_a_repeated_call_is_left_out_of_a_copy_that_keeps_the_rest() -> None:
+    again = Message(
+        "a2",
+        "assistant",
+        content=[TextBlock("retrying"), ToolUseBlock("c1", "f"), ToolUseBlock("c2", "f")],
+    )
+    ms = [call("a1", "c1"), again, result("t1", "c1"), result("t2", "c2")]
+    (chunk,) = group_pairs(ms)
+    copy = chunk.messages[1]
+    assert copy is not again and copy.id == "a2"
+    assert copy.tool_use_ids() == ["c2"] and copy.text() == "retrying"
+    assert validate_pairs(chunk.messages) == []
+    assert validate_pairs(repair_pairs(ms)) == []
+
+
+def test_a_call_id_reused_after_its_answer_is_a_new_exchange() -> None:
+    ms = [call("a1", "c1"), result("t1", "c1"), call("a2", "c1"), result("t2", "c1")]
+    assert layout(group_pairs(ms)) == [["a1", "t1"], ["a2", "t2"]]
+    assert validate_pairs(ms) == []

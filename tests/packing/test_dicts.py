@@ -383,6 +383,9 @@ def test_every_anthropic_request_is_valid(
     check_anthropic_request(got_system, messages)
     if result.fits:  # a request that fits has messages, unless there were none
         assert messages or not items
+        # ... and is within the budget, as sent (system and turns counted as messages)
+        sent = from_anthropic(messages, system=got_system) if messages else []
+        assert ApproxTokenizer().count_messages(sent) <= budget
     if not messages and items:
         assert result.unstartable and "no user turn to start on" in result.explain()
 

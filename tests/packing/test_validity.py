@@ -382,3 +382,81 @@ def test_a_moving_pin_in_a_chunk_start_on_must_drop_is_reported() -> None:
     assert ids(r) == [] and r.unstartable and not r.fits
     assert r.lost_pins == {1: "start_on", 2: "start_on"}  # last_user and the system pin
     assert [d.reason for d in r.decisions] == ["start_on"] * 4
+
+
+# -- a call repeating the id of a call still open (a re-sent assistant turn) -------------
+
+
+def test_a_call_repeating_an_open_call_is_never_sent_twice() -> None:
+    """Found by a fuzz of issue 8: [a3(c3), d4(c1), d5(c1), r6(c1, c3)] made c1 twice in
+    one request. The repeat is stripped (a message of nothing but repeats is an orphan,
+    never sent) the same way in the Packer, History and ConversationMemory."""
+    from convomem.session import ConversationMemory
+    from convomem.views.window import History
+
+    ms = [
+        msg("u", "user", 5, content="go"),
+        call("a3", 5, "c3"),
+        call("d4", 5, "c1"),
+        call("d5", 5, "c1"),
+        result("r6", 5, "c1", "c3"),
+        Message("d7", "assistant", 5, content=[TextBlock("again"), ToolUseBlock("c8", "f", {})]),
+        Message("d8", "assistant", 5, content=[TextBlock("retry"), ToolUseBlock("c8", "f", {})]),
+        result("r9", 5, "c8"),
+    ]
+    res = Packer(budget=1000, tokenizer="given").pack(ms)
+    hist = History(1000, tokenizer="given")
+    mem = ConversationMemory(1000, tokenizer="given")
+    for m in ms:
+        hist.add(m)
+        mem.add_message(m)
+    for kept in (res.kept, hist.kept(), mem.context("messages")):
+        assert validate_pairs(kept) == []
+        ids = [m.id for m in kept]
+        assert "d5" not in ids and "d8" in ids  # d8 keeps its text, without the call
+        (d8,) = [m for m in kept if m.id == "d8"]
+        assert d8.text() == "retry" and not d8.has_tool_use()
+    assert "calls 'c8' repeat an open call" in res.explain()
+    assert [m.id for m in mem.messages()] == [m.id for m in ms]  # the log keeps them all
+
+
+@st.composite
+def repeating(draw: st.DrawFn) -> list[Message]:
+    """Histories whose assistant turns may repeat the ids of earlier calls."""
+    out: list[Message] = []
+    made: list[str] = []
+    for i in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["user", "call", "repeat", "result"]))
+        if kind == "user":
+            out.append(msg(f"u{i}", "user", 3, content="hi"))
+        elif kind == "call" or not made:
+            ids = [f"c{i}_{k}" for k in range(draw(st.integers(1, 2)))]
+            made += ids
+            out.append(call(f"a{i}", 4, *ids))
+        elif kind == "repeat":
+            ids = draw(st.lists(st.sampled_from(made), min_size=1, max_size=2))
+            text = [TextBlock("again")] if draw(st.booleans()) else []
+            blocks = [*text, *(ToolUseBlock(c, "f", {}) for c in ids)]
+            out.append(Message(f"d{i}", "assistant", 4, content=blocks))
+        else:
+            ids = draw(st.lists(st.sampled_from(made), min_size=1, max_size=2))
+            out.append(result(f"r{i}", 3, *ids))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(ms=repeating(), budget=st.integers(5, 80))
+def test_no_engine_makes_a_call_twice(ms: list[Message], budget: int) -> None:
+    from convomem.session import ConversationMemory
+    from convomem.views.window import History
+
+    hist = History(budget, tokenizer="given")
+    mem = ConversationMemory(200, tokenizer="given", summary=False)
+    for m in ms:
+        hist.add(m)
+        mem.add_message(m)
+    res = Packer(budget=budget, tokenizer="given").pack(ms)
+    for kept in (res.kept, mem.context("messages")):
+        assert validate_pairs(kept) == [], [m.id for m in kept]
+    # A window keeps the exchange still in flight (its calls await results): no repeat.
+    assert [p for p in validate_pairs(hist.kept()) if p.kind == "repeated_call"] == []

@@ -23,7 +23,7 @@ from convomem.model import (
     validate_pairs,
 )
 from convomem.session import COMPRESSED_KEY, ConversationMemory
-from convomem.session.view import answers_first
+from convomem.session.view import STAND_IN, answers_first
 from convomem.stores import InMemoryStore
 from convomem.summaries import SEGMENT_KEY, RunningSummary, Summary
 from convomem.tokens import get_tokenizer
@@ -145,13 +145,19 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     stats = mem.stats()
     # The log is complete, untouched by eviction.
     assert mem.messages() == added
-    # Under budget (unless pinned messages alone are over it, which the stats say).
-    assert stats.context_tokens == request_tokens(ctx)
+    # Under budget (unless pinned messages alone are over it, which the stats say); an
+    # Anthropic request of a view that cannot lead has its own view, with a stand-in
+    # user turn, and the stats cover both.
+    view = mem._view()
+    anthropic = request_tokens(view.anthropic or ctx)
+    anthropic += APPROX.count_message(STAND_IN) if view.stand_in else 0
+    cost = max(request_tokens(ctx), anthropic)
+    assert stats.context_tokens == cost
     if stats.fits:
-        assert request_tokens(ctx) <= mem.max_tokens
+        assert cost <= mem.max_tokens
     else:  # only what may not be evicted is sent, and it is over the budget
         assert {m.id for m in ctx} <= protected_ids(mem)
-        assert request_tokens(ctx) > mem.max_tokens
+        assert cost > mem.max_tokens
     # Tool pairs are valid; the history is in log order; the summary follows the prompt.
     assert validate_pairs(ctx) == []
     order = log_order(mem)

@@ -3,15 +3,20 @@ reported, now with the behaviour the guarantees promise."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
 
-from convomem.errors import TransientError
+from convomem.errors import ClearIncomplete, TransientError
+from convomem.formats.anthropic import from_anthropic
 from convomem.formats.openai import from_openai, to_openai
 from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
 from convomem.session import COMPRESSED_KEY, ConversationMemory
+from convomem.session.view import STAND_IN
 from convomem.stores import InMemoryStore
+from convomem.tokens import get_tokenizer
+from convomem.views.budget import REPLY_PRIMING_TOKENS
 from convomem.views.window import History
 
 
@@ -199,3 +204,108 @@ def test_the_anthropic_context_starts_with_a_user_turn(pin: tuple[str, ...]) -> 
             ctx = mem.context("anthropic")
             assert ctx["messages"] and ctx["messages"][0]["role"] == "user"
             assert all(m["content"] for m in ctx["messages"])
+
+
+def test_a_user_turn_answering_two_exchanges_is_sent_after_both_calls() -> None:
+    """Soak of issue 8: one Anthropic-style user turn answers c6 (a call made while c3 and
+    c4 were open) and c3, a later result answers c6 again and c4; the OpenAI request
+    sent c6's result before the call c6."""
+    mem = ConversationMemory(300)
+    answered = Message(
+        "r4",
+        "user",
+        content=[ToolResultBlock("c6", "six"), ToolResultBlock("c3", "three")],
+    )
+    for m in [
+        result("r1", "ghost"),
+        call("a2", "c3", "c4"),
+        call("a3", "c6"),
+        answered,
+        Message(
+            "r5",
+            "tool",
+            content=[ToolResultBlock("c6", "six again"), ToolResultBlock("c4", "four")],
+            priority=2,
+        ),
+    ]:
+        mem.add_message(m)
+    ctx = mem.context("messages")
+    assert validate_pairs(ctx) == []
+    made: set[str] = set()
+    for d in mem.context():
+        if d["role"] == "tool":
+            assert d["tool_call_id"] in made, d
+        made.update(c["id"] for c in d.get("tool_calls") or ())
+
+
+@pytest.mark.parametrize("via", ["sync", "async"])
+def test_a_clear_the_store_can_neither_finish_nor_undo_says_what_it_holds(via: str) -> None:
+    """Soak of issue 8: clear(keep_system=True) on a store without truncate; the third
+    pop fails and putting the two popped messages back fails too. The error says what
+    the store holds; the memory follows the store; a retry finishes the clear."""
+    store = FlakyStore(truncate=False)
+    mem = ConversationMemory(400, store=store)
+    mem.add("system", "You are the support agent of Acme.")
+    for i in range(4):
+        mem.add("user", f"Question {i}")
+    log = mem.messages()
+    store.pops_left = 2
+    store.fail = {"add_items"}
+    with pytest.raises(ClearIncomplete) as info:
+        if via == "sync":
+            mem.clear()
+        else:
+            asyncio.run(mem.aclear())
+    exc = info.value
+    assert isinstance(exc, TransientError)  # a retry policy retries it
+    assert exc.remaining == 3 and exc.removed == log[3:]
+    assert store.get_items() == log[:3]
+    assert mem.messages() == log[:3]
+    assert [m["content"] for m in mem.context()] == [m.text() for m in log[:3]]
+    assert "first 3 messages" in str(exc)
+    store.pops_left, store.fail = None, set()
+    mem.clear()
+    assert mem.messages() == log[:1]
+
+
+@pytest.mark.parametrize(("budget", "updates"), [(120, 11), (141, 6), (141, 10)])
+def test_the_anthropic_stand_in_turn_is_within_the_budget(budget: int, updates: int) -> None:
+    """Issue 8 known gap: when the view starts with a pinned assistant message, an
+    Anthropic request starts with a stand-in user turn, which was not budgeted: the
+    request was over budget (143 tokens for 141) while `fits` was True."""
+    mem = ConversationMemory(budget)
+    mem.add("system", "You track parcels.")
+    mem.add("user", "Where is my parcel to Larimer St?")
+    mem.add("assistant", "Remember: the customer prefers email, never phone.", priority=2)
+    for j in range(updates):
+        mem.add("assistant", f"Update {j}: it left depot {j} and is on its way to you.")
+    request = mem.context("anthropic")
+    assert request["messages"][0]["content"] == STAND_IN.content
+    system = [m for m in mem.context("messages") if m.role == "system"]
+    sent = [*system, *from_anthropic(request["messages"])]
+    cost = get_tokenizer("approx").count_messages(sent) + REPLY_PRIMING_TOKENS
+    stats = mem.stats()
+    assert cost <= stats.context_tokens
+    assert stats.fits and cost <= budget
+
+
+def test_an_empty_system_message_is_not_sent_as_an_empty_anthropic_system() -> None:
+    """Soak of issue 8: a system message with empty content made `system: ""`, which the
+    Messages API rejects."""
+    mem = ConversationMemory(400)
+    mem.add("system", "")
+    mem.add("user", "Hello!")
+    assert mem.context("anthropic") == {"messages": [{"role": "user", "content": "Hello!"}]}
+    mem.add("system", "Be brief.")
+    assert mem.context("anthropic")["system"] == "Be brief."
+
+
+def test_the_stand_in_is_budgeted_with_the_given_tokenizer_too() -> None:
+    """The 'given' tokenizer trusts only given counts: the stand-in (text convomem wrote)
+    is counted from its text, and context() works."""
+    mem = ConversationMemory(200, tokenizer="given", summary=False)
+    mem.add_message(Message("a0", "assistant", 4, content=[ToolUseBlock("c0", "f", {})]))
+    mem.add_message(Message("r1", "tool", 3, content=[ToolResultBlock("c0", "r")]))
+    request = mem.context("anthropic")
+    assert request["messages"][0]["content"] == STAND_IN.content
+    assert mem.stats().context_tokens > 4 + 3

@@ -17,7 +17,7 @@ from .. import __version__, _check
 from ..errors import ConvomemError
 from ..model import PinSpec, check_pins
 from ..tokens import Tokenizer, get_tokenizer
-from . import commands
+from . import commands, sessions
 from .catalog import STRATEGIES, STRATEGY_NAMES
 from .readers import INPUT_FORMATS
 from .render import SafeText, one_line
@@ -95,7 +95,8 @@ def _pin_arg(value: str) -> PinSpec:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="convomem",
-        description="Inspect, window, pack and simulate conversation histories.",
+        description="Inspect, window, pack and simulate conversation histories; list, show, "
+        "export, import and delete stored sessions.",
         epilog="Exit codes: 0 done, 2 bad input or options, 3 pack over budget.",
     )
     parser.add_argument("--version", action="version", version=f"convomem {__version__}")
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="IMAGE", help="draw cumulative cost per turn (extra plot)")
 
     common("estimate", "total tokens and which common budgets it fits", commands.cmd_estimate)
+    sessions.add_parser(sub, count, positive)
     return parser
 
 

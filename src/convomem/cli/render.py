@@ -51,6 +51,11 @@ def dump_json(payload: Any, out: TextIO | SafeText) -> None:
     out.write(text + "\n")
 
 
+def plural(n: int, word: str) -> str:
+    """``"1 session"``, ``"2 sessions"``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def one_line(text: str) -> str:
     """``text`` with line breaks, tabs and other control characters turned into spaces."""
     return text.translate(_CONTROL)

@@ -21,10 +21,11 @@ sent back, since the API accepts only ``role`` and ``content``. Anthropic has no
 A round trip ``to_anthropic(from_anthropic(messages, system))`` gives the request back,
 with these normalizations. Since the API would reject them, empty text blocks are left
 out, and so is a message left with no content at all (``content: []`` or ``""``); a
-system list with no block left is None. Message keys other than ``role`` and ``content``
-are not sent. A user message carrying tool results is merged into a user message right
-before it, results first. A ``tool_use`` without ``input`` gets ``{}``, a ``tool_result``
-with ``content: null`` gets ``""``, and an image source keeps only its own keys.
+system list with no block left, or an empty system string, is None. Message keys other
+than ``role`` and ``content`` are not sent. A user message carrying tool results is
+merged into a user message right before it, results first. A ``tool_use`` without
+``input`` gets ``{}``, a ``tool_result`` with ``content: null`` gets ``""``, and an image
+source keeps only its own keys.
 Opaque blocks of another provider go over when the equivalent is faithful (an OpenAI
 refusal becomes assistant text, a PDF ``file`` part a ``document``, a text part with
 ``cache_control`` a text block with it); anything else (audio, file ids) is left out.
@@ -231,11 +232,12 @@ def _as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _system_to_anthropic(systems: list[Message]) -> str | list[dict[str, Any]] | None:
-    """Plain-text system messages join into one string; any block list makes a list."""
+    """Plain-text system messages join into one string; any block list makes a list.
+    Empty ones are left out (the API rejects an empty system), so none at all is None."""
     if not systems:
         return None
     if all(isinstance(m.content, str) and META not in m.metadata for m in systems):
-        return "\n\n".join(m.text() for m in systems)
+        return "\n\n".join(m.text() for m in systems if m.text()) or None
     blocks: list[dict[str, Any]] = []
     for m in systems:  # only text goes: the system field takes text blocks alone
         blocks += _as_blocks(_content_to_anthropic(m, "system", text_only=True))

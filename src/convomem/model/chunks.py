@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..errors import ConfigError
-from .blocks import Block, ToolResultBlock
+from .blocks import Block, ToolResultBlock, ToolUseBlock
 from .messages import Message
+
+_NONE: Final[frozenset[str]] = frozenset()
 
 
 @dataclass(eq=False)
@@ -74,10 +77,17 @@ class ChunkBuilder:
         A message that answers an open call and also carries results answering no open
         call (a call made nowhere, or answered already) joins the exchange as a copy
         without those stray results, so no view ever sends a result without its call.
+        Likewise a call repeating the id of a call still open (a re-sent assistant turn)
+        is left out of a copy, so no view makes one call twice; a message that is nothing
+        but such repeats is an orphan (never sent), like a result answering nothing.
         """
         result_ids = message.tool_result_ids()
         open_ = self._open
         pinned_at = [index] if pinned else []
+        if open_ and not result_ids and self.repeats(message):
+            chunk = Chunk([message], [index], pinned, tokens, orphan=True, pinned_at=pinned_at)
+            self.chunks.append(chunk)
+            return chunk
         if result_ids:
             target = self.joins(message)
             if target is None:
@@ -89,6 +99,7 @@ class ChunkBuilder:
                 # be orphans in any view: the chunk holds a copy without them.
                 message = _without_stray_results(message, set(open_))
                 result_ids = message.tool_result_ids()
+            message = self._without_repeats(message, set(result_ids))
             self._merge_tail_into(target)
             target.pinned_at.extend(pinned_at)
             target.messages.append(message)
@@ -101,6 +112,7 @@ class ChunkBuilder:
                     target.pending.discard(r)
             chunk = target
         else:
+            message = self._without_repeats(message, _NONE)
             chunk = Chunk([message], [index], pinned, tokens, pinned_at=pinned_at)
             self.chunks.append(chunk)
         for call_id in message.tool_use_ids():
@@ -118,6 +130,34 @@ class ChunkBuilder:
         open_ = self._open
         targets = [open_[r] for r in message.tool_result_ids() if r in open_]
         return min(targets, key=lambda c: c.indices[0]) if targets else None
+
+    def repeats(self, message: Message) -> bool:
+        """Whether ``message`` is nothing but calls repeating the ids of open calls (an
+        orphan: a view never sends it). False for a message that answers a call."""
+        open_ = self._open
+        content = message.content
+        if not open_ or type(content) is str or not content:
+            return False
+        return all(isinstance(b, ToolUseBlock) and b.id in open_ for b in content)
+
+    def _without_repeats(self, message: Message, answered: AbstractSet[str]) -> Message:
+        """``message`` without its calls whose id is open (``answered`` apart: this
+        message closes those) or repeated within it; the same object when none is."""
+        calls = message.tool_use_ids()
+        if not calls:
+            return message
+        open_ = self._open
+        if len(set(calls)) == len(calls) and all(c not in open_ or c in answered for c in calls):
+            return message
+        taken = {c for c in open_ if c not in answered}
+        kept: list[Block] = []
+        for b in message.blocks:
+            if isinstance(b, ToolUseBlock):
+                if b.id in taken:
+                    continue
+                taken.add(b.id)
+            kept.append(b)
+        return message.replace(content=kept, tokens=message.tokens)
 
     def has_open_calls(self) -> bool:
         """True while some tool call in a live chunk still awaits its result."""
@@ -161,9 +201,10 @@ def group_pairs(messages: Sequence[Message], pinned_indices: Iterable[int] = ())
 
 @dataclass(frozen=True)
 class PairProblem:
-    """A broken tool exchange: a result without its call, or a call without its result."""
+    """A broken tool exchange: a result without its call, a call without its result, or
+    a call repeating the id of a call still unanswered."""
 
-    kind: Literal["orphan_result", "missing_result"]
+    kind: Literal["orphan_result", "missing_result", "repeated_call"]
     index: int
     tool_use_id: str
 
@@ -171,6 +212,11 @@ class PairProblem:
         if self.kind == "orphan_result":
             return (
                 f"message {self.index} answers tool call {self.tool_use_id!r}, made nowhere before"
+            )
+        if self.kind == "repeated_call":
+            return (
+                f"message {self.index} calls tool {self.tool_use_id!r} again, while that call "
+                "is still unanswered"
             )
         return f"message {self.index} calls tool {self.tool_use_id!r}, which no result answers"
 
@@ -184,6 +230,8 @@ def validate_pairs(messages: Sequence[Message]) -> list[PairProblem]:
             if pending.pop(r, None) is None:
                 problems.append(PairProblem("orphan_result", i, r))
         for c in m.tool_use_ids():
+            if c in pending:
+                problems.append(PairProblem("repeated_call", i, c))
             pending[c] = i
     problems.extend(PairProblem("missing_result", i, c) for c, i in pending.items())
     problems.sort(key=lambda p: p.index)

@@ -110,7 +110,8 @@ def is_tool_free(message: Message) -> bool:
 
 def repairs_of(chunk: Chunk, msgs: Sequence[Message]) -> dict[int, Message] | None:
     """The repaired copies in a valid chunk: ``model.ChunkBuilder`` puts a copy without
-    stray results in place of a message that carries some (it keeps a given count)."""
+    stray results (or repeated calls) in place of a message that carries some (it keeps
+    a given count)."""
     if all(map(is_, chunk.messages, map(msgs.__getitem__, chunk.indices))):
         return None
     return {i: m for m, i in zip(chunk.messages, chunk.indices, strict=True) if m is not msgs[i]}
@@ -130,7 +131,7 @@ def classify(
         return split_bad(chunk, msgs, counts, pinned, ORPHAN)
     if chunk.pending and unanswered == "drop":
         return split_bad(chunk, msgs, counts, pinned, UNANSWERED)
-    repairs = repairs_of(chunk, msgs) if len(chunk.indices) > 1 else None
+    repairs = repairs_of(chunk, msgs)
     cost = chunk.tokens
     if repairs:
         for i, copy in repairs.items():

@@ -151,11 +151,13 @@ class LiveTable(ChunkTable):
         values: list[int] = []
         args = (self.base, self.counts, self._pinned_at, self.unanswered, self.stubber,
                 self.tokenizer)  # fmt: skip
+        base = self.base
         for c in tail:
             p = len(chunks)
             bstart.append(p)
             idx = c.indices
-            if len(idx) == 1 and not c.pending and not c.orphan:  # most chunks: inline
+            # most chunks: one message sent as it is (not a copy), inline
+            if len(idx) == 1 and not c.pending and not c.orphan and c.messages[0] is base[idx[0]]:
                 n = c.tokens
                 chunks.append(c)
                 cost.append(n)

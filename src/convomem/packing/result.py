@@ -360,7 +360,7 @@ class PackResult:
 
 
 _LOST: Final = {
-    "orphan": "a tool result whose call is not in the list",
+    "orphan": "a tool result whose call is not in the list (or a repeat of a call still open)",
     "unanswered": "part of a tool call that was never answered",
     "start_on": "no user turn before it to start the list on",
 }
@@ -375,4 +375,8 @@ def _stray(original: Message, copy: Message) -> str:
     """What a repaired copy left out."""
     left = Counter(original.tool_result_ids()) - Counter(copy.tool_result_ids())
     ids = ", ".join(repr(r) for r in sorted(left.elements()))
-    return f"sent repaired: results for {ids} answer no open call, left out"
+    calls = Counter(original.tool_use_ids()) - Counter(copy.tool_use_ids())
+    repeats = ", ".join(repr(c) for c in sorted(calls.elements()))
+    what = [f"results for {ids} answer no open call"] if ids else []
+    what += [f"calls {repeats} repeat an open call"] if repeats else []
+    return f"sent repaired: {' and '.join(what)}, left out"

@@ -163,7 +163,13 @@ class ChunkTable:
         pinned: list[int] = []
         entries: list[Entry]
         for c in builder.chunks:
-            if len(c.indices) == 1 and not c.pending and not c.orphan:
+            # Most chunks: one message, sent as it is (not a copy without repeated calls).
+            if (
+                len(c.indices) == 1
+                and not c.pending
+                and not c.orphan
+                and c.messages[0] is messages[c.indices[0]]
+            ):
                 entries = [(c, OK, c.tokens, (), False)]
             else:
                 entries = classify(c, messages, counts, pins.__contains__, unanswered,

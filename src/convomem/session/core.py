@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from .. import _check
 from .._io import LoopLock, adrive, drive, maybe_await
-from ..errors import ConfigError, InvalidMessage, SummarizerError
+from ..errors import ClearIncomplete, ConfigError, InvalidMessage, SummarizerError
 from ..model import COMPRESSED_KEY, Message, is_derived_id
 from ..stores import AsyncStore, Store, check_limit
 from ..summaries import RunningSummary, SummarizerLike
@@ -186,6 +186,8 @@ class SessionCore(Durable):
             if not kept:
                 self._prefix_breaks += 1
         self._prev = v.messages
+        if format == "anthropic" and v.anthropic is not None:
+            return render_context(v.anthropic, format, self._rendered, stand_in=v.stand_in)
         return render_context(v.messages, format, self._rendered, stand_in=v.stand_in)
 
     def _pop_gen(self) -> Gen[Message | None]:
@@ -206,7 +208,9 @@ class SessionCore(Durable):
 
         One atomic call when it can be (``clear_session``, or a store's optional
         ``truncate(keep)``); else the newest messages are popped one by one and, if the
-        store fails half-way, put back before the error is raised.
+        store fails half-way, put back before the error is raised. When putting them
+        back fails too, ``ClearIncomplete`` says what the store holds, and the view is
+        rebuilt from the store on next use (as after ``pop``).
         """
         _check.flag("keep_system", keep_system)
         items: list[Message] = yield StoreOp("get_items")
@@ -224,10 +228,15 @@ class SessionCore(Durable):
             try:
                 for _ in range(len(items) - len(keep)):
                     popped.append((yield StoreOp("pop_item")))
-            except Exception:
-                if popped:
-                    popped.reverse()
-                    yield StoreOp("add_items", ([m for m in popped if m is not None],))
+            except Exception as exc:
+                removed = [m for m in reversed(popped) if m is not None]
+                if removed:
+                    try:
+                        yield StoreOp("add_items", (removed,))
+                    except Exception as again:
+                        self._reset()
+                        remaining = len(items) - len(removed)
+                        raise ClearIncomplete(remaining, removed, exc) from again
                 raise
         self._rs.clear()
         self._reset()

@@ -340,6 +340,10 @@ class ConversationMemory(SessionCore):
         """Empty the log, the view and the summary; keep the leading system messages.
 
         All or nothing: if the store fails, the memory is as before and a retry works.
+        The one exception: on a store without ``truncate`` that keeps system messages,
+        the newest messages are popped one by one and put back if a pop fails; if the
+        put-back fails too, ``ClearIncomplete`` (a ``TransientError``) says what the
+        store now holds (``.remaining``, ``.removed``) and the memory follows the store.
         """
         self._run(self._clear_gen(keep_system))
 

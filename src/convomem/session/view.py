@@ -18,8 +18,9 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+from ..errors import TokenizerError
 from ..model import Chunk, Message, PinPolicy, starts_turn
-from ..tokens import Tokenizer
+from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
 
@@ -57,8 +58,12 @@ class View:
     waiting: int
     fits: bool
     stand_in: bool = False
-    """Whether a request that must start with a user turn needs ``STAND_IN`` first (not
-    counted in ``tokens``: a known gap of about 20 tokens in that rare case)."""
+    """Whether an Anthropic request (which must start with a user turn) needs
+    ``STAND_IN`` before ``anthropic``; it is budgeted."""
+    anthropic: list[Message] | None = None
+    """What an Anthropic request sends (None: ``messages``). It differs when the view's
+    first turn cannot lead: room is made for the stand-in there, not in the other
+    requests. ``tokens`` is the larger of the two, so ``fits`` holds for both."""
 
 
 Step: TypeAlias = FoldOp | CompressOp
@@ -72,6 +77,15 @@ STAND_IN: Final = Message(
 )
 """The user turn a context starts with when its first turn cannot lead (a provider such
 as Anthropic needs a user turn first)."""
+
+
+def stand_in_tokens(tokenizer: Tokenizer) -> int:
+    """What ``STAND_IN`` costs. A tokenizer that only trusts given counts (``given``)
+    cannot count it: text convomem wrote, so its text is counted plus the overhead."""
+    try:
+        return tokenizer.count_message(STAND_IN)
+    except TokenizerError:
+        return tokenizer.count(STAND_IN.text()) + PER_MESSAGE_TOKENS
 
 
 def opens_turn(m: Message) -> bool:
@@ -103,27 +117,36 @@ def answers_first(messages: list[Message]) -> list[Message]:
     A message that arrived while calls were open (the user typing while a tool ran, a
     second call) waits until they are answered: providers reject anything between a
     call and its results. Order is kept otherwise; the log keeps the real order.
+
+    A message answering a call made by a waiting message waits too (after it), so a
+    result never comes before its call, even when one message answers calls of two
+    exchanges (an Anthropic-style user turn): such a request has no order without a
+    message between a call and a result, and keeping every call before its results is
+    what matters.
     """
     out: list[Message] = []
     waiting: list[Message] = []
     open_: set[str] = set()
-    for m in messages:
-        answers = open_.intersection(m.tool_result_ids())
-        if open_ and not answers:
+    held: set[str] = set()  # calls made by waiting messages
+
+    def place(m: Message) -> None:
+        results = m.tool_result_ids()
+        answers = open_.intersection(results)
+        if (open_ and not answers) or (held and not held.isdisjoint(results)):
             waiting.append(m)
-            continue
+            held.update(m.tool_use_ids())
+            return
         out.append(m)
-        open_ -= answers
+        open_.difference_update(answers)
         open_.update(m.tool_use_ids())
+
+    for m in messages:
+        place(m)
         while not open_ and waiting:
-            held, waiting = waiting, []
-            for w in held:
-                if open_ and not open_.intersection(w.tool_result_ids()):
-                    waiting.append(w)
-                    continue
-                out.append(w)
-                open_ -= set(w.tool_result_ids())
-                open_.update(w.tool_use_ids())
+            again, waiting[:] = list(waiting), []
+            held.clear()
+            for w in again:
+                place(w)
     out.extend(waiting)
     return out
 
@@ -315,8 +338,9 @@ class SessionView:
 
         Within budget: while a failed compaction waits for a retry, the oldest
         unprotected units are left out of this context (not evicted), then the summary.
-        ``stand_in`` says that an Anthropic request of it must start with ``STAND_IN``
-        (its first turn cannot lead); the stand-in is not budgeted (about 20 tokens).
+        When the view's first turn cannot lead, an Anthropic request of it must start
+        with ``STAND_IN``: ``anthropic`` is then the view made with room for it (``stand_in``
+        says it still needs it), and ``tokens`` / ``fits`` hold for both requests.
         """
         s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
         parts: list[tuple[Unit, list[Message], int]] = []
@@ -326,26 +350,46 @@ class SessionView:
             waiting += wait
             if msgs:
                 parts.append((u, msgs, tokens))
-        omitted = 0
-        total = s_tok + sum(p[2] for p in parts)
-        if total > self.limit:
-            parts, total, omitted = self._omit(parts, total)
-            if total > self.limit and summary is not None:
-                total -= s_tok
-                summary = None
-        out = self._arrange(parts, summary)
-        fits = total <= self.limit
-        return View(out, total + REPLY_PRIMING_TOKENS, omitted, waiting, fits, needs_stand_in(out))
+        full = s_tok + sum(p[2] for p in parts)
+        out, total, omitted = self._fit(parts, full, summary, s_tok, 0)
+        anthropic, a_total, stand_in = out, total, False
+        if needs_stand_in(out):  # rare: the Anthropic request gets a view of its own
+            reserve = stand_in_tokens(self.tokenizer)
+            anthropic, a_total, _ = self._fit(parts, full, summary, s_tok, reserve)
+            stand_in = needs_stand_in(anthropic)
+            a_total += reserve if stand_in else 0
+        tokens = max(total, a_total)
+        fits = tokens <= self.limit
+        return View(out, tokens + REPLY_PRIMING_TOKENS, omitted, waiting, fits, stand_in, anthropic)
+
+    def _fit(
+        self,
+        parts: list[tuple[Unit, list[Message], int]],
+        full: int,
+        summary: Message | None,
+        s_tok: int,
+        reserve: int,
+    ) -> tuple[list[Message], int, int]:
+        """The view within ``limit - reserve`` if it can be: the oldest unprotected parts
+        left out, then the summary. Returns its messages, tokens and how many it omits."""
+        limit = self.limit - reserve
+        if full <= limit:
+            return self._arrange(parts, summary), full, 0
+        kept, total, omitted = self._omit(parts, full, limit)
+        if total > limit and summary is not None:
+            total -= s_tok
+            summary = None
+        return self._arrange(kept, summary), total, omitted
 
     def _omit(
-        self, parts: list[tuple[Unit, list[Message], int]], total: int
+        self, parts: list[tuple[Unit, list[Message], int]], total: int, limit: int
     ) -> tuple[list[tuple[Unit, list[Message], int]], int, int]:
-        """Leave out the oldest unprotected parts until ``total`` fits, if it can."""
+        """Leave out the oldest unprotected parts until ``total`` fits ``limit``, if it can."""
         log = self.log
         keep: list[tuple[Unit, list[Message], int]] = []
         omitted = 0
         for p in parts:
-            if total > self.limit and not log.protected(p[0]):
+            if total > limit and not log.protected(p[0]):
                 total -= p[2]
                 omitted += len(p[1])
             else:

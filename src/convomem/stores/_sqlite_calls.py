@@ -9,7 +9,6 @@ one in a worker thread. So the twins cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .. import _check
@@ -20,6 +19,7 @@ from . import _sqlite_writes as writes
 from .base import check_limit
 from .database import Counts, LogEntry, SessionInfo
 from .records import (
+    EncodedMessage,
     check_counts,
     check_expected,
     check_json_object,
@@ -33,12 +33,27 @@ from .records import (
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     """An operation ready to run: ``fn(tx)``, inside a write transaction when ``write``."""
 
-    fn: Callable[[ops.Tx], T]
-    write: bool
+    __slots__ = ("fn", "write")
+
+    def __init__(self, fn: Callable[[ops.Tx], T], write: bool) -> None:
+        self.fn = fn
+        self.write = write
+
+
+def _encode(messages: object) -> list[EncodedMessage]:
+    """``encode_messages``, with the common batch of one message (an agent's turn) done
+    inline: the same result, without the generic checks a one-item list cannot fail."""
+    if type(messages) is list and len(messages) == 1:
+        m = messages[0]
+        if type(m) is Message:
+            try:
+                return [EncodedMessage(m.id, dumps(m.to_dict()), m)]
+            except (TypeError, ValueError):
+                pass  # encode_messages raises the error that names it
+    return encode_messages(messages)
 
 
 def check_session_key(session_id: object, user_id: object, tenant: object) -> ops.Key:
@@ -53,10 +68,15 @@ def check_session_key(session_id: object, user_id: object, tenant: object) -> op
 class SessionCalls:
     """The calls of one session handle; the sync and async sessions derive from it."""
 
-    __slots__ = ("_key", "session_id", "tenant", "user_id")
+    __slots__ = ("_hint", "_key", "session_id", "tenant", "user_id")
 
     def __init__(self, key: ops.Key) -> None:
         self._key = key
+        # [pk, next_seq] of the session as this handle last saw it (0: unknown): an append
+        # claims its seqs with one UPDATE by rowid. A stale hint (another writer appended,
+        # the session was deleted and made again) matches no row and sends that append
+        # down the careful path, which refreshes it.
+        self._hint = [0, 0]
         self.session_id: str = key.session_id
         self.user_id: str | None = key.user_id
         self.tenant: str | None = key.tenant_or_none
@@ -108,7 +128,7 @@ class SessionCalls:
         expected_version: object,
         counts: Counts | None,
     ) -> Call[int]:
-        batch = encode_messages(messages)
+        batch = _encode(messages)
         seq = check_expected("expected_seq", expected_seq)
         version = check_expected("expected_version", expected_version)
         has_state = state is not None
@@ -118,18 +138,21 @@ class SessionCalls:
                 "expected_version=None: required with state= (saving state is a "
                 "compare-and-set; load_state() gives the current version)"
             )
-        given = {} if counts is None else check_counts(counts)
-        ids = {m.id for m in batch}
-        for mid in given:
-            if mid not in ids:
-                raise ConfigError(
-                    f"counts[{mid!r}]: not a message of this batch (set_counts stores "
-                    "counts of messages already stored)"
-                )
-        texts = {mid: dumps(c) for mid, c in given.items()}
-        key = self._key
+        texts: dict[str, str] = {}
+        if counts is not None:
+            given = check_counts(counts)
+            ids = {m.id for m in batch}
+            for mid in given:
+                if mid not in ids:
+                    raise ConfigError(
+                        f"counts[{mid!r}]: not a message of this batch (set_counts stores "
+                        "counts of messages already stored)"
+                    )
+            texts = {mid: dumps(c) for mid, c in given.items()}
+        key, hint = self._key, self._hint
         return Call(
-            lambda tx: writes.append(tx, key, batch, seq, text, has_state, version, texts), True
+            lambda tx: writes.append(tx, key, batch, seq, text, has_state, version, texts, hint),
+            True,
         )
 
     def _pop_item(self) -> Call[Message | None]:

@@ -55,6 +55,11 @@ T = TypeVar("T")
 
 _BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
 
+# The process a connection belongs to, without a getpid() system call per operation: a
+# forked child sees its own pid once, here, and makes its own connections.
+_PID = [os.getpid()]
+os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
+
 
 class _Connections:
     """One connection per thread (and per process: a forked child makes its own)."""
@@ -75,7 +80,7 @@ class _Connections:
         if self.closed:
             raise StoreError(f"{self.target}: the database is closed")
         conn: ops.Conn | None = getattr(self._local, "conn", None)
-        if conn is not None and conn.pid == os.getpid():
+        if conn is not None and conn.pid == _PID[0]:
             return conn
         raw = sqlite3.connect(
             self.target,
@@ -94,7 +99,7 @@ class _Connections:
         except BaseException:
             raw.close()
             raise
-        conn = ops.Conn(raw, os.getpid())
+        conn = ops.Conn(raw, _PID[0])
         weakref.finalize(conn, self._retire, conn.counts)
         with self._lock:
             self._open.add(conn)
@@ -118,7 +123,7 @@ class _Connections:
         self.closed = True
         with self._lock:
             conns = list(self._open)
-        pid = os.getpid()
+        pid = _PID[0]
         for conn in conns:
             if conn.pid == pid:  # a forked child leaves its parent's connections alone
                 conn.raw.close()
@@ -210,12 +215,15 @@ class SQLiteDatabase:
             conn = self._conns.get()  # connecting may meet a lock too: inside the retry
             raw = conn.raw
             tx = ops.Tx(conn, self._clock(), self.ttl)
-            if write:
-                conn.run("BEGIN IMMEDIATE")
+            if not write:
+                return fn(tx)
+            counts = conn.counts
+            raw.execute("BEGIN IMMEDIATE")  # (conn.run, inlined: this is every write's path)
+            counts[0] += 1
             result = fn(tx)
-            if write:
-                conn.run("COMMIT")
-                conn.counts[1] += 1
+            raw.execute("COMMIT")
+            counts[0] += 1
+            counts[1] += 1
             return result
         except BaseException as exc:
             if raw is not None and raw.in_transaction:
@@ -226,8 +234,23 @@ class SQLiteDatabase:
             raise
 
     def _run(self, call: Call[T]) -> T:
-        result: T = self._retry.call(self._attempt, call.fn, call.write)
-        return result
+        """``call`` under the retry policy. The first attempt runs bare: its bookkeeping
+        (the attempts' clock included) starts only if it fails, which an append in a
+        tight loop notices."""
+        try:
+            return self._attempt(call.fn, call.write)
+        except Exception as first:
+            error: Exception = first
+        attempts = self._retry.attempts()
+        while True:
+            decision = attempts.failed(error)
+            if not decision.retry:
+                raise error
+            time.sleep(decision.delay)
+            try:
+                return self._attempt(call.fn, call.write)
+            except Exception as exc:
+                error = exc
 
     # -- the database ----------------------------------------------------------------
 

@@ -146,9 +146,12 @@ class ChunkLog(LogState):
 
         target: Chunk | None = None
         orphan = False
-        if builder is not None and not plain and message.has_tool_result():
-            target = builder.joins(message)
-            orphan = target is None
+        if builder is not None and not plain:
+            if message.has_tool_result():
+                target = builder.joins(message)
+                orphan = target is None
+            else:  # nothing but repeats of open calls: an orphan too
+                orphan = builder.repeats(message)
 
         # From here on nothing can fail: mutate.
         self._n = index + 1

@@ -1,0 +1,358 @@
+"""Durable sessions in PostgreSQL (``psycopg`` 3 with a ``psycopg_pool`` pool).
+
+``open_store("postgresql://user:password@host:5432/app")`` gives a
+``PostgresDatabase``; ``db.session("s1", user_id="u1")`` a ``PostgresSession`` (a
+``SessionStore``). The semantics are the backend-neutral ones of
+``convomem.stores.database``; what is PostgreSQL's own:
+
+- **Connections**: the one that migrated the schema at open stays as a spare, used by
+  one call at a time; calls that overlap it take one from a pool (``pool_size``, default
+  10, opened on demand). All in autocommit mode; writes open their own transaction
+  (``BEGIN; SET LOCAL lock_timeout``). No statement is prepared on the server
+  (``prepare_threshold=None``) and no session-level setting is relied on, so PgBouncer
+  in transaction mode works. A child forked with the database open makes its own.
+- **One round trip per call** in the common cases: a read is one statement (the
+  session's row joined to the page of its log), an append of new messages one call of
+  the server-side function ``convomem_append`` (``convomem.stores._pg_schema``).
+- **Scope.** Every statement names the tenant; messages are reached only through the
+  session row of that tenant. ``?schema=name`` keeps convomem's tables in a schema of
+  their own (created when missing).
+- **Erasure.** ``erase_user``, ``delete_session`` and ``sweep`` delete the rows at once
+  (invisible to every reader); PostgreSQL reclaims their space at the next ``VACUUM``
+  (autovacuum), so run ``VACUUM`` when erased data must also leave the disk now.
+- **Faults.** A lock held past ``lock_timeout`` (default 5 s), a serialization failure,
+  a deadlock, a dropped or refused connection and an exhausted pool are a
+  ``TransientError``; each call is retried by the database's ``RetryPolicy`` (by default
+  3 attempts with jittered waits) before it is raised. Any other database error is a
+  ``StoreError``. The password is never shown (``url`` and errors hide it).
+
+Options of the URL's query (``?schema=app&lock_timeout=2``): ``schema``,
+``lock_timeout``, ``pool_size``, ``connect_timeout``, ``ttl``, ``ttl_refresh``; libpq's
+own connection parameters (``sslmode``, ``host`` for a Unix socket,
+``application_name``, ...) pass through to libpq.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .. import _io
+from ..errors import StoreError
+from ..model import Message
+from . import _pg_ops as ops
+from ._pg_calls import (
+    Call,
+    SessionCalls,
+    check_session_key,
+    delete_session_call,
+    erase_user_call,
+    sessions_call,
+    sweep_call,
+)
+from ._pg_schema import migrate
+from ._pg_settings import (
+    LIBPQ_OPTIONS,
+    ConnectionPool,
+    Counter,
+    Settings,
+    psycopg,
+)
+from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+
+__all__ = ["LIBPQ_OPTIONS", "PostgresDatabase", "PostgresSession"]
+
+T = TypeVar("T")
+
+
+class PostgresDatabase:
+    """Sessions in one PostgreSQL database (in one of its schemas). See the module
+    docstring; prefer ``open_store(url)``.
+
+    ``conninfo`` holds libpq's parameters (``host``, ``port``, ``user``, ``password``,
+    ``dbname``, ...). ``schema`` (default ``public``) the schema of convomem's tables;
+    ``ttl`` (seconds, or a ``TTLPolicy``) and ``ttl_refresh`` when sessions expire;
+    ``lock_timeout`` (seconds) how long a writer waits for another; ``pool_size`` the
+    most connections; ``connect_timeout`` (seconds) how long to wait for one; ``retry``
+    the ``RetryPolicy`` for transient failures; ``clock`` the time (epoch seconds).
+    """
+
+    def __init__(self, conninfo: Mapping[str, Any], **options: Any) -> None:
+        self._settings = Settings(conninfo, **options)
+        s = self._settings
+        self.url: str = s.url
+        self.ttl: TTLPolicy = s.ttl
+        self._retry = s.retry
+        self._counter = Counter()
+        self._closed = False
+        self._pid = os.getpid()
+        self._inherited: list[Any] = []
+        self._spare: psycopg.Connection[Any] | None = None
+        self._spare_lock = threading.Lock()
+        self._pool = self._new_pool()
+        self._retry.call(self._open)
+        self._pool.open(wait=False)
+
+    def _new_pool(self) -> ConnectionPool[Any]:
+        s = self._settings
+        return ConnectionPool(
+            s.conninfo,
+            min_size=0,  # the spare connection serves one caller at a time
+            max_size=s.pool_size,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            timeout=s.connect_timeout,
+            open=False,
+            name="convomem",
+        )
+
+    def _pool_here(self) -> ConnectionPool[Any]:
+        """The pool of this process: a child forked with the database open gets its own
+        (the parent's connections are kept, never used nor closed, in the child)."""
+        if self._pid != os.getpid():
+            self._inherited += [self._pool, self._spare]
+            self._spare = None
+            self._pool = self._new_pool()
+            self._pid = os.getpid()
+            self._pool.open(wait=False)
+        return self._pool
+
+    def _open(self) -> None:
+        """Connect (a clear error when that fails) and migrate; the connection stays as
+        the spare, so a database opened to serve one call connects once."""
+        s = self._settings
+        try:
+            conn = psycopg.connect(s.conninfo, autocommit=True, prepare_threshold=None)
+            try:
+                self._drive(conn, migrate(s.schema, s.schema_name))
+            except BaseException:
+                conn.close()
+                raise
+        except BaseException as exc:
+            raise s.translate(exc) from exc
+        self._spare = conn
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """The spare connection when it is free, else one of the pool."""
+        pool = self._pool_here()
+        with self._spare_lock:
+            conn, self._spare = self._spare, None
+        if conn is None or conn.closed:
+            with pool.connection() as pooled:
+                yield pooled
+            return
+        try:
+            yield conn
+        finally:
+            idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if idle and not self._closed:
+                with self._spare_lock:
+                    if self._spare is None:
+                        self._spare, conn = conn, None
+            if conn is not None:
+                conn.close()
+
+    # -- the driver ------------------------------------------------------------------
+
+    def _drive(self, conn: psycopg.Connection[Any], gen: ops.Op) -> Any:
+        counter = self._counter
+        cur = conn.cursor()
+
+        def perform(q: ops.Q) -> Any:
+            if q.fetch == "committed":
+                counter.add(transactions=1)
+                return None
+            if q.fetch == "one_or_conflict":
+                counter.add(statements=1)
+                try:
+                    cur.execute(q.sql, q.params)
+                except psycopg.errors.UniqueViolation:
+                    return None
+                return cur.fetchone()
+            cur.execute(q.sql, q.params or None)
+            if q.fetch == "run":
+                counter.add(statements=1, transactions=q.sql == "COMMIT")
+                return cur.rowcount
+            if q.fetch == "one":
+                row = cur.fetchone()
+                counter.add(statements=1, rows=row is not None)
+                return row
+            rows = cur.fetchall()
+            counter.add(statements=1, rows=len(rows))
+            return rows
+
+        try:
+            return _io.drive(gen, perform)
+        except BaseException:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
+
+    def _attempt(self, call: Call[T]) -> T:
+        s = self._settings
+        tx = s.tx()
+        try:
+            with self._connection() as conn:
+                result: T = self._drive(conn, call.fn(tx))
+                return result
+        except BaseException as exc:
+            error = s.translate(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    def _run(self, call: Call[T]) -> T:
+        if self._closed:
+            raise StoreError(f"{self._settings.where}: the database is closed")
+        result: T = self._retry.call(self._attempt, call)
+        return result
+
+    # -- the database ----------------------------------------------------------------
+
+    def session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> PostgresSession:
+        """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
+        return PostgresSession(self, check_session_key(session_id, user_id, tenant))
+
+    def sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        tenant: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first;
+        pass the returned cursor back for the next page (None: no more)."""
+        return self._run(sessions_call(user_id, tenant, cursor, limit))
+
+    def delete_session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> bool:
+        """Delete a session with its log, state and counts; whether it existed."""
+        return self._run(delete_session_call(session_id, user_id, tenant))
+
+    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
+        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
+        return self._run(erase_user_call(user_id, tenant))
+
+    def sweep(self) -> int:
+        """Delete the expired sessions; how many."""
+        return self._run(sweep_call())
+
+    def stats(self) -> StoreStats:
+        """Statements, write transactions and rows read since the database was opened."""
+        return self._counter.stats()
+
+    def close(self) -> None:
+        """Close every connection of the pool (in a forked child, only its own)."""
+        self._closed = True
+        if self._pid == os.getpid():
+            with self._spare_lock:
+                spare, self._spare = self._spare, None
+            if spare is not None:
+                spare.close()
+            self._pool.close()
+
+    def __enter__(self) -> PostgresDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<PostgresDatabase {self.url}>"
+
+
+class PostgresSession(SessionCalls):
+    """One session of a ``PostgresDatabase`` (a ``SessionStore``); see
+    ``convomem.stores.database`` for the semantics of each method."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: PostgresDatabase, key: ops.Key) -> None:
+        super().__init__(key)
+        self._db = db
+
+    def get_items(self, limit: int | None = None) -> list[Message]:
+        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
+        return self._db._run(self._get_items(limit))
+
+    def add_items(self, items: Sequence[Message]) -> None:
+        """Append messages, all or nothing (``append`` without its options)."""
+        self._db._run(self._append(items, None, None, None, None))
+
+    def pop_item(self) -> Message | None:
+        """Remove and return the newest message (None when the log is empty)."""
+        return self._db._run(self._pop_item())
+
+    def clear_session(self) -> None:
+        """Remove every message and the derived state (the session itself stays)."""
+        self._db._run(self._clear_session())
+
+    def truncate(self, keep: int) -> None:
+        """Keep only the oldest ``keep`` messages, atomically."""
+        self._db._run(self._truncate(keep))
+
+    def append(
+        self,
+        messages: Sequence[Message],
+        *,
+        expected_seq: int | None = None,
+        state: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+        counts: Counts | None = None,
+    ) -> int:
+        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
+        transaction; the seq of the batch's last message."""
+        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
+
+    def page(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[Message], str | None]:
+        """``limit`` messages after ``cursor`` (oldest first), or before it walking
+        back from the newest (``newest_first``, newest first); and the next cursor."""
+        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
+        return [e.message for e in entries], next_cursor
+
+    def entries(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[LogEntry], str | None]:
+        """``page`` with each message's seq and token counts."""
+        return self._db._run(self._entries(cursor, limit, newest_first))
+
+    def last_seq(self) -> int:
+        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
+        return self._db._run(self._last_seq())
+
+    def load_state(self) -> tuple[dict[str, Any] | None, int]:
+        """The derived state (None if never saved) and its version."""
+        return self._db._run(self._load_state())
+
+    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
+        """Replace the derived state if its version is ``expected_version``; the new one."""
+        return self._db._run(self._save_state(state, expected_version))
+
+    def set_counts(self, counts: Counts) -> None:
+        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
+        self._db._run(self._set_counts(counts))
+
+    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        """Stored token counts of these messages (every message when None)."""
+        return self._db._run(self._get_counts(message_ids))
+
+    def info(self) -> SessionInfo | None:
+        """The session's record, or None if it does not exist (or expired)."""
+        return self._db._run(self._info())
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (a JSON object)."""
+        self._db._run(self._set_metadata(metadata))
+
+    def __repr__(self) -> str:
+        return f"<PostgresSession {self.session_id!r} of {self._db.url}>"

@@ -1,0 +1,303 @@
+"""The async twin of the PostgreSQL store: ``psycopg``'s async connections from a
+``psycopg_pool.AsyncConnectionPool``.
+
+``await aopen_store("postgresql://...")`` gives an ``AsyncPostgresDatabase``; its
+sessions are ``AsyncStore`` s (``AsyncSessionStore``). Every call is built and checked by
+the same code as the sync one (``_pg_calls``) and drives the same operation
+(``_pg_ops``, ``_pg_writes``); only the awaits differ. Transient failures are retried by
+the same ``RetryPolicy``, waiting with ``asyncio.sleep``.
+
+Cancelling a call while a write runs rolls its transaction back (or, past the commit,
+leaves it committed): appends are idempotent, so a caller that does not know may safely
+send the batch again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .. import _io
+from ..errors import StoreError
+from ..model import Message
+from . import _pg_ops as ops
+from ._pg_calls import (
+    Call,
+    SessionCalls,
+    check_session_key,
+    delete_session_call,
+    erase_user_call,
+    sessions_call,
+    sweep_call,
+)
+from ._pg_schema import migrate
+from ._pg_settings import AsyncConnectionPool, Counter, Settings, psycopg
+from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+
+__all__ = ["AsyncPostgresDatabase", "AsyncPostgresSession"]
+
+T = TypeVar("T")
+
+
+class AsyncPostgresDatabase:
+    """Sessions in one PostgreSQL database, for asyncio; see ``PostgresDatabase`` for
+    the options. Make one with ``await AsyncPostgresDatabase.open(conninfo, ...)`` or
+    ``await aopen_store(url)``."""
+
+    def __init__(self, settings: Settings, pool: AsyncConnectionPool[Any]) -> None:
+        self._settings = settings
+        self._pool = pool
+        self._spare: psycopg.AsyncConnection[Any] | None = None
+        self._closed = False
+        self._counter = Counter()
+        self._retry = settings.retry
+        self.url: str = settings.url
+        self.ttl: TTLPolicy = settings.ttl
+
+    @classmethod
+    async def open(cls, conninfo: Mapping[str, Any], **options: Any) -> AsyncPostgresDatabase:
+        """Connect, migrate, and open the pool."""
+        s = Settings(conninfo, **options)
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            s.conninfo,
+            min_size=0,  # the spare connection serves one caller at a time
+            max_size=s.pool_size,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            timeout=s.connect_timeout,
+            open=False,
+            name="convomem",
+        )
+        db = cls(s, pool)
+        await s.retry.acall(db._migrate)
+        await pool.open(wait=False)
+        return db
+
+    async def _migrate(self) -> None:
+        """Connect and migrate; the connection stays as the spare (see the sync twin)."""
+        s = self._settings
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                s.conninfo, autocommit=True, prepare_threshold=None
+            )
+            try:
+                await self._drive(conn, migrate(s.schema, s.schema_name))
+            except BaseException:
+                await conn.close()
+                raise
+        except BaseException as exc:
+            raise s.translate(exc) from exc
+        self._spare = conn
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The spare connection when it is free, else one of the pool."""
+        conn, self._spare = self._spare, None
+        if conn is None or conn.closed:
+            async with self._pool.connection() as pooled:
+                yield pooled
+            return
+        try:
+            yield conn
+        finally:
+            idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if idle and not self._closed and self._spare is None:
+                self._spare, conn = conn, None
+            if conn is not None:
+                await conn.close()
+
+    async def _drive(self, conn: psycopg.AsyncConnection[Any], gen: ops.Op) -> Any:
+        counter = self._counter
+        cur = conn.cursor()
+
+        async def perform(q: ops.Q) -> Any:
+            if q.fetch == "committed":
+                counter.add(transactions=1)
+                return None
+            if q.fetch == "one_or_conflict":
+                counter.add(statements=1)
+                try:
+                    await cur.execute(q.sql, q.params)
+                except psycopg.errors.UniqueViolation:
+                    return None
+                return await cur.fetchone()
+            await cur.execute(q.sql, q.params or None)
+            if q.fetch == "run":
+                counter.add(statements=1, transactions=q.sql == "COMMIT")
+                return cur.rowcount
+            if q.fetch == "one":
+                row = await cur.fetchone()
+                counter.add(statements=1, rows=row is not None)
+                return row
+            rows = await cur.fetchall()
+            counter.add(statements=1, rows=len(rows))
+            return rows
+
+        try:
+            return await _io.adrive(gen, perform)
+        except BaseException:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.execute("ROLLBACK")
+            raise
+
+    async def _attempt(self, call: Call[T]) -> T:
+        s = self._settings
+        tx = s.tx()
+        try:
+            async with self._connection() as conn:
+                result: T = await self._drive(conn, call.fn(tx))
+                return result
+        except BaseException as exc:
+            error = s.translate(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    async def _arun(self, call: Call[T]) -> T:
+        if self._closed:
+            raise StoreError(f"{self._settings.where}: the database is closed")
+        result: T = await self._retry.acall(self._attempt, call)
+        return result
+
+    def session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> AsyncPostgresSession:
+        """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
+        return AsyncPostgresSession(self, check_session_key(session_id, user_id, tenant))
+
+    async def sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        tenant: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
+        return await self._arun(sessions_call(user_id, tenant, cursor, limit))
+
+    async def delete_session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> bool:
+        """Delete a session with its log, state and counts; whether it existed."""
+        return await self._arun(delete_session_call(session_id, user_id, tenant))
+
+    async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
+        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
+        return await self._arun(erase_user_call(user_id, tenant))
+
+    async def sweep(self) -> int:
+        """Delete the expired sessions; how many."""
+        return await self._arun(sweep_call())
+
+    def stats(self) -> StoreStats:
+        """Statements, write transactions and rows read since the database was opened."""
+        return self._counter.stats()
+
+    async def aclose(self) -> None:
+        """Close every connection of the pool."""
+        self._closed = True
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await spare.close()
+        await self._pool.close()
+
+    async def __aenter__(self) -> AsyncPostgresDatabase:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<AsyncPostgresDatabase {self.url}>"
+
+
+class AsyncPostgresSession(SessionCalls):
+    """One session of an ``AsyncPostgresDatabase`` (an ``AsyncSessionStore``); each
+    method is the coroutine twin of ``PostgresSession``'s."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: AsyncPostgresDatabase, key: ops.Key) -> None:
+        super().__init__(key)
+        self._db = db
+
+    async def get_items(self, limit: int | None = None) -> list[Message]:
+        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
+        return await self._db._arun(self._get_items(limit))
+
+    async def add_items(self, items: Sequence[Message]) -> None:
+        """Append messages, all or nothing."""
+        await self._db._arun(self._append(items, None, None, None, None))
+
+    async def pop_item(self) -> Message | None:
+        """Remove and return the newest message (None when the log is empty)."""
+        return await self._db._arun(self._pop_item())
+
+    async def clear_session(self) -> None:
+        """Remove every message and the derived state (the session itself stays)."""
+        await self._db._arun(self._clear_session())
+
+    async def truncate(self, keep: int) -> None:
+        """Keep only the oldest ``keep`` messages, atomically."""
+        await self._db._arun(self._truncate(keep))
+
+    async def append(
+        self,
+        messages: Sequence[Message],
+        *,
+        expected_seq: int | None = None,
+        state: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+        counts: Counts | None = None,
+    ) -> int:
+        """Append ``messages`` (and ``state`` and ``counts``) in one transaction."""
+        call = self._append(messages, expected_seq, state, expected_version, counts)
+        return await self._db._arun(call)
+
+    async def page(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[Message], str | None]:
+        """A page of messages and the next cursor (see ``PostgresSession.page``)."""
+        entries, next_cursor = await self._db._arun(self._entries(cursor, limit, newest_first))
+        return [e.message for e in entries], next_cursor
+
+    async def entries(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[LogEntry], str | None]:
+        """``page`` with each message's seq and token counts."""
+        return await self._db._arun(self._entries(cursor, limit, newest_first))
+
+    async def last_seq(self) -> int:
+        """The newest live message's seq (0 when empty)."""
+        return await self._db._arun(self._last_seq())
+
+    async def load_state(self) -> tuple[dict[str, Any] | None, int]:
+        """The derived state (None if never saved) and its version."""
+        return await self._db._arun(self._load_state())
+
+    async def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
+        """Replace the derived state if its version is ``expected_version``."""
+        return await self._db._arun(self._save_state(state, expected_version))
+
+    async def set_counts(self, counts: Counts) -> None:
+        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
+        await self._db._arun(self._set_counts(counts))
+
+    async def get_counts(
+        self, message_ids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Stored token counts of these messages (every message when None)."""
+        return await self._db._arun(self._get_counts(message_ids))
+
+    async def info(self) -> SessionInfo | None:
+        """The session's record, or None if it does not exist (or expired)."""
+        return await self._db._arun(self._info())
+
+    async def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (a JSON object)."""
+        await self._db._arun(self._set_metadata(metadata))
+
+    def __repr__(self) -> str:
+        return f"<AsyncPostgresSession {self.session_id!r} of {self._db.url}>"

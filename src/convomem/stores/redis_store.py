@@ -1,0 +1,325 @@
+"""Durable sessions in Redis (the ``redis`` client): ``open_store("redis://host:6379/0")``.
+
+``rediss://`` connects over TLS (``ssl_ca_certs``: the CA file, when not a system one);
+``redis+cluster://host:port`` to a Redis Cluster (any node; the others are discovered),
+``rediss+cluster://`` over TLS. The semantics are the backend-neutral ones of
+``convomem.stores.database``; what is Redis's own:
+
+- **Atomicity.** Every session operation is one Lua script (``_redis_lua``): an append
+  checks ids (idempotency), ``expected_seq`` and the state version, takes seqs and
+  writes messages, counts and state at once, in one round trip. All the keys of a
+  session share one hash tag (``{tenant:session}``), so the same scripts run on a
+  cluster.
+- **Listing.** A tenant's index of sessions (sorted sets in the tenant's own slot) is
+  written before a session is created and cleaned after it is deleted; see
+  ``_redis_admin``. ``sweep()`` also drops the entries of sessions gone.
+- **TTL.** ``expires_at`` is checked by the scripts against the caller's clock (expired:
+  invisible at once), and every key of the session gets a native expiry (``PEXPIRE``)
+  at the same moment, so Redis removes expired sessions by itself.
+- **Durability** is the server's: with ``appendonly yes`` (and ``appendfsync
+  everysec`` or ``always``) an acknowledged append survives a restart. Erased data
+  (``erase_user``, ``delete_session``) leaves memory at once but stays in the AOF and
+  RDB files until the server next rewrites them (``BGREWRITEAOF``, ``BGSAVE``).
+- **Maintenance.** ``sweep()`` reads every index entry of the prefix (pipelined): run
+  it from a periodic job, not per request.
+- **A session lock.** While the key ``<prefix>:{tenant:session}:lock`` exists (an
+  operator's ``SET ... PX <ms>`` during maintenance), writes to the session fail with a
+  ``TransientError`` and are retried by the ``RetryPolicy``.
+- **Faults.** Connection losses, timeouts, failovers (``READONLY``, ``MASTERDOWN``,
+  ``CLUSTERDOWN``, ``TRYAGAIN``) are ``TransientError`` s, retried by the database's
+  ``RetryPolicy``; a retried append is safe (appends are idempotent). Other errors are
+  ``StoreError`` s.
+
+Options: ``prefix`` (of every key, default ``convomem``; several applications or tests
+share a server with their own), ``socket_timeout`` (seconds, default 5),
+``ssl_ca_certs`` and the common
+``ttl``, ``ttl_refresh``, ``retry``, ``clock``. The password of a URL is never shown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .. import _check
+from ..errors import ConfigError, MissingDependency, StoreError
+from ..model import Message
+from ..retry import RetryPolicy
+from . import _redis_ops as ops
+from ._redis_admin import check_layout
+from ._redis_calls import (
+    RedisCalls,
+    Target,
+    delete_session_op,
+    erase_user_op,
+    parse_target,
+    sessions_op,
+    sweep_op,
+    translate,
+)
+from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+
+__all__ = ["RedisDatabase", "RedisSession"]
+
+T = TypeVar("T")
+
+
+def ttl_policy(ttl: float | TTLPolicy | None, ttl_refresh: str) -> TTLPolicy:
+    if isinstance(ttl, TTLPolicy):
+        if ttl_refresh != "write":
+            raise ConfigError(
+                f"ttl_refresh={ttl_refresh!r}: give it inside the TTLPolicy passed as ttl"
+            )
+        return ttl
+    return TTLPolicy(ttl, ttl_refresh)  # type: ignore[arg-type]
+
+
+def check_common(retry: object, clock: object) -> tuple[RetryPolicy, Callable[[], float]]:
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+    checked_clock = _check.function("clock", clock, "() -> epoch seconds")
+    return RetryPolicy() if retry is None else retry, checked_clock
+
+
+def missing_redis() -> MissingDependency:
+    return MissingDependency("the Redis store", "redis", "redis")
+
+
+class RedisDatabase:
+    """Sessions in one Redis server or cluster; see the module docstring. Prefer
+    ``open_store(url)``; ``url`` is the full URL (password included)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str | None = None,
+        ttl: float | TTLPolicy | None = None,
+        ttl_refresh: str = "write",
+        socket_timeout: float = 5.0,
+        ssl_ca_certs: str | None = None,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ttl = ttl_policy(ttl, ttl_refresh)
+        self._retry, self._clock = check_common(retry, clock)
+        self._target: Target = parse_target(url, prefix, socket_timeout, ssl_ca_certs)
+        self.url = self._target.shown
+        self.prefix = self._target.prefix
+        self._work = ops.Work()
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.cluster import RedisCluster
+            from redis.retry import Retry
+        except ImportError:
+            raise missing_redis() from None
+        self._errors: tuple[type[Exception], ...] = (
+            redis.exceptions.RedisError,
+            redis.exceptions.RedisClusterException,
+        )
+        self._noscript = redis.exceptions.NoScriptError
+        options = dict(self._target.options)
+        self._client: Any = None
+        try:
+            if self._target.cluster:
+                self._client = RedisCluster.from_url(self._target.connect, **options)
+            else:
+                # No retries inside redis-py: the RetryPolicy decides, once.
+                options["retry"] = Retry(NoBackoff(), 0)
+                self._client = redis.Redis.from_url(self._target.connect, **options)
+            self._retry.call(self._attempt, check_layout)
+        except self._errors as exc:
+            raise translate(exc, self._where()) from exc
+
+    def _where(self) -> str:
+        return f"redis {self.url}"
+
+    # -- the driver ------------------------------------------------------------------
+
+    def _send(self, request: ops.Request) -> Any:
+        client, work = self._client, self._work
+        if isinstance(request, ops.Eval):
+            s = request.script
+            work.add(statements=1)
+            try:
+                return client.evalsha(s.sha, len(request.keys), *request.keys, *request.args)
+            except self._noscript:
+                pass
+            work.add(statements=1)  # EVAL also caches the script on that server
+            return client.eval(s.source, len(request.keys), *request.keys, *request.args)
+        if isinstance(request, ops.Command):
+            work.add(statements=1)
+            return client.execute_command(*request.args)
+        work.add(statements=len(request.commands))
+        pipe = client.pipeline(transaction=False)
+        for command in request.commands:
+            pipe.execute_command(*command)
+        return pipe.execute()
+
+    def _attempt(self, op: ops.Op[T]) -> T:
+        """One attempt of an operation: run its generator, sending what it yields."""
+        if self._client is None:
+            raise StoreError(f"{self._where()}: the database is closed")
+        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work))
+        reply: Any = None
+        try:
+            while True:
+                try:
+                    request = gen.send(reply)
+                except StopIteration as stop:
+                    result: T = stop.value
+                    return result
+                reply = self._send(request)
+        except self._errors as exc:
+            raise translate(exc, self._where()) from exc
+        finally:
+            gen.close()
+
+    def _run(self, op: ops.Op[T]) -> T:
+        result: T = self._retry.call(self._attempt, op)
+        return result
+
+    # -- the database ----------------------------------------------------------------
+
+    def session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> RedisSession:
+        """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
+        return RedisSession(self, session_id, user_id, tenant)
+
+    def sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        tenant: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> tuple[list[SessionInfo], str | None]:
+        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
+        return self._run(sessions_op(user_id, tenant, cursor, limit))
+
+    def delete_session(
+        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
+    ) -> bool:
+        """Delete a session with its log, state and counts; whether it existed."""
+        return self._run(delete_session_op(session_id, user_id, tenant))
+
+    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
+        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
+        return self._run(erase_user_op(user_id, tenant))
+
+    def sweep(self) -> int:
+        """Delete the expired sessions still stored and the index entries of sessions
+        gone (Redis expires sessions natively); how many sessions."""
+        return self._run(sweep_op())
+
+    def stats(self) -> StoreStats:
+        """Commands sent, writes done and rows read since the database was opened."""
+        s, t, r = self._work.counts
+        return StoreStats(statements=s, transactions=t, rows_read=r)
+
+    def close(self) -> None:
+        """Close the connections."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> RedisDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RedisDatabase {self.url}>"
+
+
+class RedisSession(RedisCalls):
+    """One session of a ``RedisDatabase`` (a ``SessionStore``); see
+    ``convomem.stores.database`` for the semantics of each method."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: RedisDatabase, session_id: str, user_id: object, tenant: object):
+        super().__init__(session_id, user_id, tenant)
+        self._db = db
+
+    def get_items(self, limit: int | None = None) -> list[Message]:
+        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
+        return self._db._run(self._get_items(limit))
+
+    def add_items(self, items: Sequence[Message]) -> None:
+        """Append messages, all or nothing (``append`` without its options)."""
+        self._db._run(self._append(items, None, None, None, None))
+
+    def pop_item(self) -> Message | None:
+        """Remove and return the newest message (None when the log is empty)."""
+        return self._db._run(self._pop_item())
+
+    def clear_session(self) -> None:
+        """Remove every message and the derived state (the session itself stays)."""
+        self._db._run(self._clear_session())
+
+    def truncate(self, keep: int) -> None:
+        """Keep only the oldest ``keep`` messages, atomically."""
+        self._db._run(self._truncate(keep))
+
+    def append(
+        self,
+        messages: Sequence[Message],
+        *,
+        expected_seq: int | None = None,
+        state: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+        counts: Counts | None = None,
+    ) -> int:
+        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
+        script; the seq of the batch's last message."""
+        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
+
+    def page(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[Message], str | None]:
+        """``limit`` messages after ``cursor`` (oldest first), or before it walking
+        back from the newest (``newest_first``); and the next cursor."""
+        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
+        return [e.message for e in entries], next_cursor
+
+    def entries(
+        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
+    ) -> tuple[list[LogEntry], str | None]:
+        """``page`` with each message's seq and token counts."""
+        return self._db._run(self._entries(cursor, limit, newest_first))
+
+    def last_seq(self) -> int:
+        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
+        return self._db._run(self._last_seq())
+
+    def load_state(self) -> tuple[dict[str, Any] | None, int]:
+        """The derived state (None if never saved) and its version."""
+        return self._db._run(self._load_state())
+
+    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
+        """Replace the derived state if its version is ``expected_version``; the new one."""
+        return self._db._run(self._save_state(state, expected_version))
+
+    def set_counts(self, counts: Counts) -> None:
+        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
+        self._db._run(self._set_counts(counts))
+
+    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+        """Stored token counts of these messages (every message when None)."""
+        return self._db._run(self._get_counts(message_ids))
+
+    def info(self) -> SessionInfo | None:
+        """The session's record, or None if it does not exist (or expired)."""
+        return self._db._run(self._info())
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the session's metadata (a JSON object)."""
+        self._db._run(self._set_metadata(metadata))
+
+    def __repr__(self) -> str:
+        return f"<RedisSession {self.session_id!r} of {self._db.url}>"
