@@ -8,15 +8,20 @@ saves the state. Then, in interleaved rounds:
 
 - **resume**: a new database handle, a new ``ConversationMemory`` over the session, and
   its first ``context()`` (CPU and wall; rows read, summarizer calls);
-- **raw floor**: ``sqlite3`` opening the file, reading the session's state row and the
-  view's rows (from the state's cut to the end) and ``json.loads`` of each, which is
-  the least any resume must do.
+- **raw floor**: ``sqlite3`` opening the file, reading the session's state row (and
+  ``json.loads`` of it and of its summary and view parts) and the view's rows (from the
+  state's cut to the end, ``json.loads`` of each): the least any resume must do.
 
 Ratio resume / floor (target 3x). The first open's replay is reported beside it, with
 its summarizer calls: what every reopen cost before the state was saved.
 
     .venv/bin/python bench/bench_resume.py                  # 100,000 messages
     .venv/bin/python bench/bench_resume.py --messages 20000 --rounds 5
+
+``--turns N`` (default 4,000; 0 skips) also feeds N messages, one at a time, to a
+durable memory (a new SQLite session) and to a memory over the default in-memory store,
+interleaved, and reports the mean and median CPU of an ``add`` of each (the durable one
+writes each message, its count and, when it compacted, the state).
 """
 
 from __future__ import annotations
@@ -81,7 +86,9 @@ def raw_floor(path: str) -> tuple[float, float, int]:
         "SELECT pk, state FROM convomem_sessions WHERE session_id = 'long'"
     ).fetchone()
     state = json.loads(raw)
-    cut = view_cut(state["view"], state["upto"])
+    view = json.loads(state["view"])  # the summary is read too: json.loads below
+    summary = json.loads(state["summary"])
+    cut = view_cut(view, state["upto"])
     rows = conn.execute(
         "SELECT seq, message_id, data, counts FROM convomem_messages "
         "WHERE session_pk = ? AND seq >= ? ORDER BY seq",
@@ -89,8 +96,36 @@ def raw_floor(path: str) -> tuple[float, float, int]:
     ).fetchall()
     decoded = [(json.loads(r[2]), json.loads(r[3]) if r[3] else None) for r in rows]
     conn.close()
+    assert summary
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     return cpu, wall, len(decoded)
+
+
+def turns(url: str, n: int, tokenizer: str) -> None:
+    db = open_store(url)
+    durable = ConversationMemory(tokenizer=get_tokenizer(tokenizer), store=db.session("turns"))
+    memory = ConversationMemory(tokenizer=get_tokenizer(tokenizer))
+    d_cpu: list[float] = []
+    m_cpu: list[float] = []
+    for i in range(1, n + 1):
+        m = message(i)
+        c0 = time.process_time()
+        memory.add_message(m)
+        c1 = time.process_time()
+        durable.add_message(m)
+        c2 = time.process_time()
+        m_cpu.append(c1 - c0)
+        d_cpu.append(c2 - c1)
+    assert durable.context() == memory.context()
+    half = slice(n // 2, n)
+    dm, mm = statistics.fmean(d_cpu[half]), statistics.fmean(m_cpu[half])
+    dmed, mmed = statistics.median(d_cpu[half]), statistics.median(m_cpu[half])
+    print(f"\n== {n:,} adds, durable (SQLite file) vs in-memory, second half ({tokenizer})")
+    print(f"  mean   {dm * 1e6:7.0f} us vs {mm * 1e6:7.0f} us: {dm / mm:.2f}x")
+    print(f"  median {dmed * 1e6:7.0f} us vs {mmed * 1e6:7.0f} us: {dmed / mmed:.2f}x")
+    st = durable.stats()
+    print(f"  {st.compactions} compactions (each saved the state), {st.summarizer_calls} calls")
+    db.close()
 
 
 def main() -> None:
@@ -98,6 +133,7 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--tokenizer", default="approx")
+    ap.add_argument("--turns", type=int, default=4000)
     ap.add_argument("--json", help="write the figures to this file")
     args = ap.parse_args()
     shm = Path("/dev/shm")
@@ -159,6 +195,8 @@ def main() -> None:
                 "resume_over_floor": ratio,
             }
             Path(args.json).write_text(json.dumps(figures, indent=2))
+        if args.turns:
+            turns(url, args.turns, args.tokenizer)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

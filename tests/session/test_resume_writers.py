@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convomem import ConversationMemory, open_store
+from convomem import ConversationMemory, aopen_store, open_store
 from convomem.errors import ConcurrentUpdate, MessageConflict
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
 from session.test_memory_stateful import anthropic_problems, openai_problems
@@ -217,3 +218,55 @@ def test_interleaved_writers_agree_with_a_fresh_reader(backend: Any, order: list
     assert sum(s.races for s in stores) == races
     entries, _ = db1.session("s").entries(limit=1000)
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
+
+
+def test_a_re_sent_message_is_compared_as_it_was_scored(backend: Any) -> None:
+    db = open_store(backend.fresh_url())
+
+    def scorer(m: Message) -> int:
+        return 2 if "remember" in m.text() else 0
+
+    mem = ConversationMemory(300, store=db.session("s", user_id="u"), scorer=scorer)
+    sent = Message("k1", "user", content="remember: the code is 4411")
+    logged = mem.add_message(sent)
+    assert logged.priority == 2
+    assert mem.add_message(sent) == logged  # the same message, re-sent: no-op
+    assert len(mem.messages()) == 1
+
+
+def test_a_summary_set_from_outside_is_saved(backend: Any) -> None:
+    url = backend.fresh_url()
+    db1, db2 = open_twice(url)
+    mem = ConversationMemory(300, store=db1.session("s", user_id="u"))
+    for i in range(30):
+        mem.add("user" if i % 2 == 0 else "assistant", f"turn {i} about the parcel and refunds")
+    mem.set_summary("The customer wants a refund for order 1182.")
+    resumed = ConversationMemory(300, store=db2.session("s", user_id="u"))
+    assert resumed.context() == mem.context()
+    assert "refund for order 1182" in str(resumed.context())
+
+
+def test_background_summaries_are_saved_once_awaited(backend: Any) -> None:
+    url = backend.fresh_url()
+
+    async def primary(messages: Any, previous: Any = None) -> str:
+        await asyncio.sleep(0)
+        return "PRIMARY " + " / ".join(m.text()[:12] for m in messages)
+
+    async def run() -> None:
+        db1 = await aopen_store(url)
+        db2 = db1 if url == "sqlite://" else await aopen_store(url)
+        mem = ConversationMemory(
+            300, store=db1.session("s", user_id="u"), summarizer=primary, background=True
+        )
+        for i in range(30):
+            await mem.aadd("user" if i % 2 == 0 else "assistant", f"turn {i} about parcels")
+        await mem.wait()
+        live = await mem.acontext()
+        assert "PRIMARY" in str(live) and mem.stats().degraded is False
+        resumed = ConversationMemory(
+            300, store=db2.session("s", user_id="u"), summarizer=primary, background=True
+        )
+        assert await resumed.acontext() == live
+
+    asyncio.run(run())

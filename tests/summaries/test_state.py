@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.summaries import RunningSummary, Summary, TruncatingSummarizer
-from convomem.summaries.state import decode_ids, encode_ids
+from convomem.summaries.state import _encode_covered, config_of, decode_ids, encode_ids
 
 NAMES = ["Priya", "Tomasz", "Ingrid", "Kofi"]
 
@@ -240,11 +240,15 @@ class SaveAndFold(RuleBasedStateMachine):
         s = self.rs.compress([self.msgs[i]], summarizer=Echo())
         assert s.content.strip() or s.kept_original
 
-    @rule()
-    def save_and_restore(self) -> None:
+    @rule(lazy=st.booleans())
+    def save_and_restore(self, lazy: bool) -> None:
         before = self.rs.message()
         data = json.loads(json.dumps(self.rs.state()))
-        self.rs = RunningSummary.from_state(data, self.recorder)
+        if lazy:  # covered ids decoded on first use, the facts filed on first use
+            self.rs = RunningSummary(self.recorder, **config_of(data))
+            self.rs.load_state(data, lazy=True)
+        else:
+            self.rs = RunningSummary.from_state(data, self.recorder)
         assert self.rs.message() == before
 
     @rule()
@@ -258,6 +262,9 @@ class SaveAndFold(RuleBasedStateMachine):
         rs = self.rs
         assert len(self.recorder.ids) == len(set(self.recorder.ids))  # never twice
         assert sorted(self.recorder.ids) == sorted(self.folded)
+        # the encoding a save extends (seeded by a load, or the loaded one while a lazy
+        # load was not decoded) is the encoding of them all
+        assert rs.state()["covered"] == encode_ids(self.folded)
         assert list(rs.covered_ids) == self.folded
         s = rs.current()
         if self.folded:
@@ -269,3 +276,37 @@ class SaveAndFold(RuleBasedStateMachine):
 
 SaveAndFold.TestCase.settings = settings(max_examples=25, stateful_step_count=20, deadline=None)
 test_saves_mixed_into_folds = SaveAndFold.TestCase
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from(["msg_ab12_", "m", "", "x9"]), st.integers(0, 300)),
+            st.text(alphabet="abf019_", max_size=4).map(lambda t: (t, None)),
+        ),
+        max_size=60,
+    ),
+    st.integers(0, 60),
+)
+def test_covered_ids_encode_in_decimal_and_hex_runs_and_extend(
+    parts: list[tuple[str, int | None]], cut: int
+) -> None:
+    # Generated ids count in hex (msg_<hex>_<hex>); runs of either base round-trip, and
+    # extending the last encoding with new ids gives the encoding of them all.
+    ids: list[str] = []
+    for prefix, n in parts:
+        if n is None:
+            ids.append(prefix or "z")
+        else:
+            ids += [f"{prefix}{k:x}" for k in range(n, n + 3)]
+            ids += [f"{prefix}{k}" for k in range(n, n + 3)]
+    ids = list(dict.fromkeys(ids))
+    assert decode_ids(json.loads(json.dumps(encode_ids(ids)))) == ids
+    rs = RunningSummary(reserve=300)
+    rs._covered = dict.fromkeys(ids[:cut])
+    assert _encode_covered(rs) == encode_ids(ids[:cut])
+    rs._covered.update(dict.fromkeys(ids[cut:]))
+    assert _encode_covered(rs) == encode_ids(ids)
+
+    assert len(encode_ids([f"msg_ab_{k:x}" for k in range(1000)])) == 1

@@ -144,6 +144,12 @@ class SessionCore(Durable):
             yield from self._compact_gen()
         return m
 
+    def _set_summary_gen(self, text: str) -> Gen[Any]:
+        yield from self._load_gen()
+        summary = self._rs.set_text(text)
+        yield from self._dsave_gen()
+        return summary
+
     def _compact_gen(self) -> Gen[None]:
         """Evict down to the target: plan (summarizer calls), then commit; all or nothing."""
         engine = self._view_engine
@@ -241,6 +247,27 @@ class SessionCore(Durable):
         self._loaded = True
         for m in keep:
             self._apply(m, self._view_engine.log.count(m))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling a memory over an in-memory store carries its log, view and summary
+        (the summarizer and tokenizer must pickle too). A memory over a durable session
+        store is not pickled: the store is its persistence (``ConfigError``)."""
+        if self._durable:
+            raise ConfigError(
+                f"store={self._store!r}: a ConversationMemory over a durable session is "
+                "not pickled; the store keeps it: open ConversationMemory(store="
+                "db.session(session_id, ...)) where it is needed and it resumes exactly"
+            )
+        with self._tlock:
+            state = self.__dict__.copy()
+        del state["_tlock"], state["_alock"]
+        state["_cache"], state["_rendered"], state["_prev"] = None, {}, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tlock = threading.RLock()
+        self._alock = LoopLock()
 
     # -- drivers -----------------------------------------------------------------------
 

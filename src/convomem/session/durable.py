@@ -33,8 +33,9 @@ summary, the seq range of each segment, compressed texts and the view's snapshot
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage, MessageConflict
@@ -51,6 +52,10 @@ MAX_RACES: Final = 64
 """Lost races (``ConcurrentUpdate``) one operation survives before it gives up."""
 PAGE: Final = 1000
 """Rows per page when a resume reads the log."""
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def is_session_store(store: object) -> bool:
@@ -85,19 +90,12 @@ class Durable:
         self._logged: dict[str, tuple[int, Message | None]] = {}
         self._bounds: dict[str, int] = {}  # seqs of the summary segments' first/last ids
 
-    # -- hooks of the shared core ---------------------------------------------------------
-
-    def _compact_gen(self) -> Gen[None]:  # provided by SessionCore
-        raise NotImplementedError  # pragma: no cover
-
-    def _apply(self, m: Message, t: int) -> None:  # provided by SessionCore
-        raise NotImplementedError  # pragma: no cover
-
-    def _prepare(self, message: object, where: str = "message") -> tuple[Message, int]:
-        raise NotImplementedError  # pragma: no cover
-
-    def _reset(self) -> None:  # provided by SessionCore
-        raise NotImplementedError  # pragma: no cover
+    # the shared core's (SessionCore)
+    _compact_gen: Callable[[], Gen[None]]
+    _apply: Callable[[Message, int], None]
+    _prepare: Callable[[object], tuple[Message, int]]
+    _reset: Callable[[], None]
+    _summary_reserve: Callable[[], int]
 
     def _after_compaction(self) -> None:
         """Keep the seqs the next state needs; forget those of messages that left."""
@@ -135,12 +133,14 @@ class Durable:
             "config": self._config,
             "upto": self._upto,
             "count": self._count,
-            "summary": self._rs.state(),
+            # The two big parts go as JSON text: a store checks a string at C speed, but
+            # walks nested values one by one (a full facts ledger is 70,000 of them).
+            "summary": _text(self._rs.state()),
             "segments": [
                 [self._bounds.get(s.first_id or ""), self._bounds.get(s.last_id or "")]
                 for s in self._rs.segments
             ],
-            "view": view,
+            "view": _text(view),
         }
 
     def _usable(self, state: object) -> Mapping[str, Any] | None:
@@ -150,7 +150,11 @@ class Durable:
             and state.get("version") == VERSION
             and state.get("config") == self._config
         ):
-            return state
+            try:
+                parts = {k: json.loads(state[k]) for k in ("summary", "view")}
+            except (KeyError, TypeError, ValueError):
+                return None
+            return {**state, **parts}
         return None
 
     def _entry_count(self, e: LogEntry) -> int:
@@ -168,9 +172,6 @@ class Durable:
             self._count += 1
             if self._view_engine.over(self._summary_reserve()):
                 yield from self._compact_gen()
-
-    def _summary_reserve(self) -> int:
-        raise NotImplementedError  # pragma: no cover
 
     def _read_back(self, cut: int, last: int) -> Gen[list[LogEntry]]:
         """The log's entries from seq ``cut`` to the newest, oldest first."""
@@ -209,10 +210,7 @@ class Durable:
             if e is None or e.seq != seq:
                 raise Stale(f"message {mid!r} (seq {seq}) is no longer in the log")
             logged[mid] = e.message
-        try:
-            self._rs.load_state(state["summary"])
-        except ConfigError as exc:
-            raise Stale(str(exc)) from None
+        self._rs.load_state(state["summary"], lazy=True)  # ConfigError (Stale): unusable
         engine = self._view_engine
         try:
             load_view(engine, view, logged)
@@ -303,10 +301,11 @@ class Durable:
             given = message
             hit = self._logged.get(given.id)
             if hit is not None and not is_derived_id(given.id):
+                scored, _ = self._prepare(given)  # as it would have been logged
                 if hit[1] is None:  # the view holds a copy: the store compares (or raises)
-                    yield StoreOp("append", ([given],))
-                    return given
-                if hit[1] == given:
+                    yield StoreOp("append", ([scored],))
+                    return scored
+                if hit[1] == scored:
                     return hit[1]  # a re-sent message: nothing to do
                 raise MessageConflict(
                     self._session_id(), given.id, hit[0], "is in the log with other content"
@@ -369,6 +368,22 @@ class Durable:
     def _dload_gen_if_needed(self) -> Gen[None]:
         if not self._loaded:
             yield from self._dload_gen()
+
+    def _dsave_gen(self) -> Gen[None]:
+        """Save the state now (compare-and-set), when no message goes with it: after
+        background summaries completed, or a summary set from outside. A lost race
+        drops this memory's view (it adopts the other writer's state on next use)."""
+        if not (self._durable and self._loaded):
+            return
+        state = self._dump_state()
+        if state is None:
+            return
+        try:
+            version = yield StoreOp("save_state", (state,), {"expected_version": self._sversion})
+        except BaseException:
+            self._loaded = False
+            raise
+        self._sversion, self._saved = version, state
 
     def _dclear_state_gen(self) -> Gen[None]:
         """Drop the stored state (after the log was cleared to its system prompt)."""

@@ -31,13 +31,14 @@ implementation: generators that yield their I/O (store calls, summarizer calls),
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
 from .. import _check
 from .._io import LoopLock
-from ..errors import ConfigError, InvalidMessage
+from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
 from ..stores import AsyncStore, InMemoryStore, Store
 from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
@@ -72,9 +73,12 @@ class ConversationMemory(SessionCore):
 
     - ``tokenizer``: a spec or tokenizer (``"approx"``, ``"tiktoken:cl100k_base"``...).
     - ``store``: a ``Store`` or ``AsyncStore`` holding the log (default ``InMemoryStore``).
-      Messages already in it are replayed into the view on first use. With an
-      ``AsyncStore`` use the async methods (sync ones raise ``ConfigError`` when they
-      need the store). A sync store is called directly from the async methods.
+      Messages already in it are replayed into the view on first use. A durable
+      session (``db.session(...)``, a ``SessionStore``) also keeps the derived state and
+      each message's token count, so a memory opened on it later resumes exactly,
+      reading only the view's rows (``session.durable``). With an ``AsyncStore`` use
+      the async methods (sync ones raise ``ConfigError`` when they need the store). A
+      sync store is called directly from the async methods.
     - ``summarizer``: a summarizer callable (sync or async; default
       ``ExtractiveSummarizer``), or a configured ``RunningSummary`` (then ``fallback``,
       ``facts`` and ``summary_tokens`` come from it and must not be given).
@@ -98,7 +102,10 @@ class ConversationMemory(SessionCore):
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
-    two equal texts one at a time never collides. A given id is kept as it is.
+    two equal texts one at a time never collides. A given id is kept as it is: adding
+    it again raises ``InvalidMessage``, or, over a durable session (whose appends are
+    idempotent), is a no-op when the content is the same and raises ``MessageConflict``
+    when it is not.
 
     Sync calls are serialized by a lock and async calls by a per-loop asyncio lock; do
     not drive one memory from threads and event loops at once.
@@ -256,27 +263,6 @@ class ConversationMemory(SessionCore):
                 reids=self._reids,
             )
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickling a memory over an in-memory store carries its log, view and summary
-        (the summarizer and tokenizer must pickle too). A memory over a durable session
-        store is not pickled: the store is its persistence (``ConfigError``)."""
-        if self._durable:
-            raise ConfigError(
-                f"store={self._store!r}: a ConversationMemory over a durable session is "
-                "not pickled; the store keeps it: open ConversationMemory(store="
-                "db.session(session_id, ...)) where it is needed and it resumes exactly"
-            )
-        with self._tlock:
-            state = self.__dict__.copy()
-        del state["_tlock"], state["_alock"]
-        state["_cache"], state["_rendered"], state["_prev"] = None, {}, None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._tlock = threading.RLock()
-        self._alock = LoopLock()
-
     def __repr__(self) -> str:
         return (
             f"<ConversationMemory budget={self.budget} log={len(self._ids)} "
@@ -308,9 +294,12 @@ class ConversationMemory(SessionCore):
         """Provide the summary's narrative from outside (kept facts and coverage stay).
 
         Raises ``ConfigError`` (nothing changed) when it does not fit the summary's share.
+        Over a durable session the summary is saved (``aset_summary`` with an async one).
         """
-        with self._tlock:
-            return self._rs.set_text(text)
+        if not self._durable:
+            with self._tlock:
+                return self._rs.set_text(text)
+        return self._run(self._set_summary_gen(text))
 
     @overload
     def context(self, format: Literal["openai"] = "openai") -> list[dict[str, Any]]: ...
@@ -395,6 +384,14 @@ class ConversationMemory(SessionCore):
         """Async twin of ``clear``."""
         await self._arun(self._clear_gen(keep_system))
 
+    async def aset_summary(self, text: str) -> Any:
+        """Async twin of ``set_summary``."""
+        return await self._arun(self._set_summary_gen(text))
+
     async def wait(self) -> None:
-        """Wait for background summarizations (``background=True``) to finish."""
+        """Wait for background summarizations (``background=True``) to finish; over a
+        durable session, save the summary they completed (until then the saved state
+        holds the fallback's text)."""
         await self._rs.wait()
+        with contextlib.suppress(ConcurrentUpdate):  # another writer's state wins
+            await self._arun(self._dsave_gen())

@@ -24,22 +24,22 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..errors import ConfigError
 from ..model import Chunk, Message
 from ..views.log import ChunkLog, Unit
 from .view import SessionView
 
+Stale = ConfigError
+"""What a saved state this session cannot use raises (another version, another
+configuration, a message it refers to that the log no longer holds): the session then
+replays its log."""
 FORMAT: Final = "convomem.session"
 VERSION: Final = 1
 
 
-class Stale(ValueError):
-    """A saved state this session cannot use (another version, another configuration,
-    or messages it refers to that the log no longer holds): replay the log instead."""
-
-
 def _need(cond: bool, what: str) -> None:
     if not cond:
-        raise Stale(what)
+        raise Stale(f"state['view']: {what}")
 
 
 def dump_view(
@@ -131,11 +131,10 @@ def load_view(view: SessionView, data: Mapping[str, Any], logged: Mapping[str, M
     ``view`` is then left reset."""
     try:
         _load(view, data, logged)
-    except Stale:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # Stale too
         view.reset()
-        raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        view.reset()
+        if isinstance(exc, Stale):
+            raise
         raise Stale(f"the saved view cannot be read: {type(exc).__name__}: {exc}") from None
 
 

@@ -70,7 +70,9 @@ class _Engine:
     _fallback: SummarizerAdapter | None
     _ledger: FactLedger
     _segments: tuple[_Seg, ...]
-    _covered: dict[str, None]
+    _covered_now: dict[str, None]
+    _covered_lazy: list[Any] | None  # saved coverage not decoded yet (state.load lazy)
+    _covered_runs: Any
     _pending_seqs: set[int]
     _version: int
     _seq: int
@@ -79,6 +81,22 @@ class _Engine:
     _stats: SummaryStats
     _tlock: threading.RLock
     _alock: LoopLock
+
+    @property
+    def _covered(self) -> dict[str, None]:
+        """Ids of every message folded in (a dict as an ordered set), decoded from a
+        lazily loaded state on first use."""
+        if self._covered_lazy is not None:
+            from .state import decode_covered  # state imports this module
+
+            raw, self._covered_lazy = self._covered_lazy, None
+            self._covered_now, self._covered_runs = decode_covered(raw)
+        return self._covered_now
+
+    @_covered.setter
+    def _covered(self, value: dict[str, None]) -> None:
+        self._covered_now = value
+        self._covered_lazy = None
 
     # -- measuring -------------------------------------------------------------------
 

@@ -71,12 +71,26 @@ class FactLedger:
         )
         self.budget = None if budget is None else _check.non_negative_int("budget", budget)
         self._tok = get_tokenizer(tokenizer)
-        self._sel = Selection(self._tok.count, self.max_facts, self.budget)
+        self._sel_now = Selection(self._tok.count, self.max_facts, self.budget)
+        # Rows restored but not filed yet (``restore(..., selected=)``): filed on first use.
+        self._lazy: Iterable[tuple[Fact, int, int, int]] | None = None
         self._by_value: dict[str, int] = {}
         self._seq = 0
         self.dropped = 0
         self._memo: dict[int | None, tuple[tuple[Fact, ...], int]] = {}
         self._rendered: dict[int | None, str] = {}
+
+    @property
+    def _sel(self) -> Selection:
+        if self._lazy is not None:
+            rows, self._lazy = self._lazy, None
+            self._fill(rows)
+        return self._sel_now
+
+    @_sel.setter
+    def _sel(self, value: Selection) -> None:
+        self._sel_now = value
+        self._lazy = None
 
     # -- writing -------------------------------------------------------------------------
 
@@ -188,33 +202,52 @@ class FactLedger:
         return other
 
     def restore(
-        self, entries: Iterable[tuple[Fact, int, int, int]], *, next_seq: int, dropped: int
+        self,
+        entries: Iterable[tuple[Fact, int, int, int]],
+        *,
+        next_seq: int,
+        dropped: int,
+        selected: tuple[tuple[Fact, ...], int] | None = None,
     ) -> None:
         """Refill an empty ledger from ``entries()`` rows (``(fact, seq, mentions,
         tier)``), as saved; ``next_seq`` is the saved ``next_seq``. Repeated facts or
-        first-seen orders raise ``ConfigError`` and leave the ledger empty."""
+        first-seen orders raise ``ConfigError`` and leave the ledger empty.
+
+        ``selected``: the saved ``select(budget)``. Then ``entries`` (any iterable: a
+        generator that makes the facts too) is consumed on first use, not now: a
+        resumed summary renders from the selection, and a full ledger of 10,000 facts
+        is filed only when the next fold needs it; repeated facts raise then."""
         if self._sel.entries:
             raise ConfigError("restore: the ledger must be empty")
+        if selected is not None and self.budget is not None:
+            self._forget_renders()
+            self._lazy = entries  # consumed when filed
+            self._memo[self.budget] = selected
+        else:
+            self._fill(entries)
+        self._seq = next_seq
+        self.dropped = dropped
+
+    def _fill(self, rows: Iterable[tuple[Fact, int, int, int]]) -> None:
         seqs: set[int] = set()
         keys: set[tuple[str, str]] = set()
-        rows: list[Entry] = []
+        entries: list[Entry] = []
         by_value = self._by_value
+        sel = self._sel_now
         try:
-            for fact, seq, mentions, tier in entries:
+            for fact, seq, mentions, tier in rows:
                 key = fact.key
                 if key in keys or seq in seqs:
                     raise ConfigError(f"fact={fact!r}: appears twice (seq={seq})")
                 seqs.add(seq)
                 keys.add(key)
-                rows.append(Entry(fact, key, seq, mentions, tier, self._sel.cost_of(fact)))
+                entries.append(Entry(fact, key, seq, mentions, tier, sel.cost_of(fact)))
                 by_value[key[1]] = by_value.get(key[1], 0) + 1
-            self._sel.insert_many(rows)
-            self._sel.rebalance()
+            sel.insert_many(entries)
+            sel.rebalance()
         except ConfigError:
             self.clear()
             raise
-        self._seq = next_seq
-        self.dropped = dropped
         self._forget_renders()
 
     # -- reading -------------------------------------------------------------------------

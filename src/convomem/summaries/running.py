@@ -143,6 +143,7 @@ class RunningSummary(_Driven):
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
         self._segments = ()
         self._covered = {}
+        self._covered_runs: Any = None  # state._encode_covered's cache
         self._pending_seqs = set()
         self._version = 0
         self._seq = 0
@@ -377,12 +378,15 @@ class RunningSummary(_Driven):
         with self._tlock:
             return _state.dump(self)
 
-    def load_state(self, data: Mapping[str, Any]) -> None:
+    def load_state(self, data: Mapping[str, Any], *, lazy: bool = False) -> None:
         """Replace this summary's content with ``state()`` data (a summary configured
         with the same reserve, header, facts, facts_share, max_segments and
-        max_facts). Bad data raises ``ConfigError`` naming the field; nothing changes."""
+        max_facts). Bad data raises ``ConfigError`` naming the field; nothing changes.
+
+        ``lazy``: decode the covered ids on first use, not now (a resume that only
+        renders never needs them); a repeated covered id is then not reported."""
         with self._tlock:
-            _state.load(self, data)
+            _state.load(self, data, lazy=lazy)
 
     @classmethod
     def from_state(

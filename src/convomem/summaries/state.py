@@ -14,9 +14,10 @@ Loading validates everything first and raises ``ConfigError`` naming the field (
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from ..errors import ConfigError
@@ -32,6 +33,7 @@ FORMAT: Final = "convomem.running_summary"
 VERSION: Final = 1
 _CONFIG_KEYS: Final = ("reserve", "header", "facts", "facts_share", "max_segments", "max_facts")
 _NUMBERED = re.compile(r"(.*?)(0|[1-9][0-9]{0,14})")
+_HEX = re.compile(r"(.*?)(0|[1-9a-f][0-9a-f]{0,14})")
 _KINDS: Final = frozenset(get_args(FactKind))
 _TIERS: Final = frozenset(SOURCE_TIER.values())
 
@@ -39,23 +41,88 @@ _TIERS: Final = frozenset(SOURCE_TIER.values())
 # -- covered ids -------------------------------------------------------------------------
 
 
-def encode_ids(ids: list[str]) -> list[str | list[Any]]:
-    """Ids in order, runs of ``prefix<n>, prefix<n+1>, ...`` as ``[prefix, first, last]``."""
-    out: list[str | list[Any]] = []
-    last: tuple[str, int] | None = None  # the numbered form of the previous id
+_Parsed = tuple[tuple[str, int] | None, tuple[str, int] | None]
+
+
+def _parse(id_: str) -> _Parsed:
+    """The decimal and the hexadecimal numbered forms of an id (None: not numbered)."""
+    d = _NUMBERED.fullmatch(id_)
+    h = _HEX.fullmatch(id_)
+    return (
+        (d.group(1), int(d.group(2))) if d else None,
+        (h.group(1), int(h.group(2), 16)) if h else None,
+    )
+
+
+def _extend(out: list[str | list[Any]], last: _Parsed | None, ids: Iterable[str]) -> _Parsed | None:
+    """Append ``ids`` to the encoding ``out`` whose last id parsed as ``last``; return
+    the parsed form of the new last id. A run's tail may be extended in place."""
     for id_ in ids:
-        m = _NUMBERED.fullmatch(id_)
-        here = (m.group(1), int(m.group(2))) if m else None
-        if here is not None and last is not None and here == (last[0], last[1] + 1):
-            tail = out[-1]
-            if isinstance(tail, list):
-                tail[2] = here[1]
+        here = _parse(id_)
+        dec, hexa = here
+        tail = out[-1] if out else None
+        if type(tail) is list:
+            if len(tail) == 3 and dec is not None and dec == (tail[0], tail[2] + 1):
+                tail[2] = dec[1]
+            elif (
+                (len(tail) == 4 or tail[2] < 10)  # single digits read the same in hex
+                and hexa is not None
+                and hexa == (tail[0], tail[2] + 1)
+            ):
+                tail[2] = hexa[1]
+                if len(tail) == 3:
+                    tail.append(16)
             else:
-                out[-1] = [here[0], last[1], here[1]]
+                out.append(id_)
+        elif (
+            last is not None
+            and dec is not None
+            and last[0] is not None
+            and (dec == (last[0][0], last[0][1] + 1))
+        ):
+            out[-1] = [dec[0], last[0][1], dec[1]]
+        elif (
+            last is not None
+            and hexa is not None
+            and last[1] is not None
+            and (hexa == (last[1][0], last[1][1] + 1))
+        ):
+            out[-1] = [hexa[0], last[1][1], hexa[1], 16]
         else:
             out.append(id_)
         last = here
+    return last
+
+
+def encode_ids(ids: Iterable[str]) -> list[str | list[Any]]:
+    """Ids in order; runs of ``prefix<n>, prefix<n+1>, ...`` as ``[prefix, first, last]``
+    (decimal ``n``) or ``[prefix, first, last, 16]`` (lowercase hexadecimal ``n``, as in
+    generated ids ``msg_<hex>_<hex counter>``)."""
+    out: list[str | list[Any]] = []
+    _extend(out, None, ids)
     return out
+
+
+def _encode_covered(rs: RunningSummary) -> list[str | list[Any]]:
+    """``encode_ids`` of the covered ids, extended from the last call's encoding when
+    the covered ids only grew since (they are appended in fold order), so a save costs
+    O(new ids), not O(covered)."""
+    if rs._covered_lazy is not None:  # not decoded since the load: the loaded encoding
+        return [x if isinstance(x, str) else list(x) for x in rs._covered_lazy]
+    covered = rs._covered
+    cache = rs._covered_runs
+    out: list[str | list[Any]]
+    if cache is not None and cache[0] is covered and cache[1] <= len(covered):
+        _, n, out, last = cache
+        last = _extend(out, last, itertools.islice(covered, n, None))
+    else:
+        out = []
+        last = _extend(out, None, covered)
+    rs._covered_runs = (covered, len(covered), out, last)
+    res = out.copy()
+    if res and type(res[-1]) is list:  # the tail run may grow later: hand out a copy
+        res[-1] = list(res[-1])
+    return res
 
 
 def _count_ids(data: object, where: str) -> int:
@@ -69,28 +136,34 @@ def _count_ids(data: object, where: str) -> int:
             continue
         ok = (
             isinstance(item, list)
-            and len(item) == 3
+            and (len(item) == 3 or (len(item) == 4 and item[3] == 16))
             and isinstance(item[0], str)
-            and all(_is_int(x) and x >= 0 for x in item[1:])
+            and all(_is_int(x) and x >= 0 for x in item[1:3])
             and item[1] < item[2]
         )
         if not ok:
             raise ConfigError(
                 f"{where}[{i}]={_short(item)}: must be an id or a run [prefix, first, last]"
+                " (or [prefix, first, last, 16])"
             )
         total += item[2] - item[1] + 1
     return total
 
 
 def decode_ids(data: list[str | list[Any]]) -> list[str]:
-    """The ids ``encode_ids`` encoded, in order."""
+    """The ids ``encode_ids`` encoded, in order (runs expanded at C speed: a resume
+    decodes 100,000 covered ids)."""
     out: list[str] = []
     for item in data:
         if isinstance(item, str):
             out.append(item)
-        else:
-            prefix, first, last = item
-            out.extend(f"{prefix}{n}" for n in range(first, last + 1))
+            continue
+        prefix, first, last = item[0], item[1], item[2]
+        numbers = range(first, last + 1)
+        digits = (
+            map(format, numbers, itertools.repeat("x")) if len(item) == 4 else map(str, numbers)
+        )
+        out.extend(map(prefix.__add__, digits))
     return out
 
 
@@ -100,6 +173,16 @@ def decode_ids(data: list[str | list[Any]]) -> list[str]:
 def dump(rs: RunningSummary) -> dict[str, Any]:
     """The state of ``rs`` (call under its lock)."""
     ledger = rs.ledger
+    rows = [
+        [f.kind, f.value, f.source_id, f.source_role, seq, mentions, tier]
+        for f, seq, mentions, tier in ledger.entries()
+    ]
+    selected: list[Any] | None = None
+    if rs.facts and ledger.budget is not None:
+        # The rendered selection, so a load renders without filing every fact.
+        facts, omitted = ledger.select(ledger.budget)
+        at = {(r[0], r[1]): i for i, r in enumerate(rows)}
+        selected = [[at[(f.kind, f.value)] for f in facts], omitted]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -118,14 +201,12 @@ def dump(rs: RunningSummary) -> dict[str, Any]:
             for s, seq in ((g.summary, g.seq) for g in rs._segments)
         ],
         "seq": rs._seq,
-        "covered": encode_ids(list(rs.covered_ids)),
+        "covered": _encode_covered(rs),
         "ledger": {
             "seq": ledger.next_seq,
             "dropped": ledger.dropped,
-            "facts": [
-                [f.kind, f.value, f.source_id, f.source_role, seq, mentions, tier]
-                for f, seq, mentions, tier in ledger.entries()
-            ],
+            "facts": rows,
+            "selected": selected,
         },
     }
 
@@ -214,14 +295,16 @@ def _segments(data: object) -> list[dict[str, Any]]:
     return out
 
 
-def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
+def _facts(data: object) -> tuple[list[list[Any]], int, int]:
+    """The ledger's rows, checked (``[kind, value, source_id, role, seq, mentions,
+    tier]``: the ``Fact`` objects are made when the ledger files them)."""
     ledger = _mapping(data, "state['ledger']")
     seq, dropped = _field(ledger, "seq", "state['ledger']"), ledger.get("dropped", 0)
     _check(_is_int(seq) and seq >= 0, "state['ledger']['seq']", seq, "must be an int >= 0")
     _check(_is_int(dropped) and dropped >= 0, "state['ledger']['dropped']", dropped, "an int")
     rows = _field(ledger, "facts", "state['ledger']")
     _check(isinstance(rows, list), "state['ledger']['facts']", rows, "must be a list")
-    out: list[tuple[Fact, int, int, int]] = []
+    out: list[list[Any]] = []
     kinds, tiers = _KINDS, _TIERS
     for i, row in enumerate(rows):
         # The common case in one test; a row that fails it is checked part by part below,
@@ -242,7 +325,7 @@ def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
             and type(row[6]) is int
             and row[6] in tiers
         ):
-            out.append((Fact(row[0], row[1], row[2], row[3]), row[4], row[5], row[6]))
+            out.append(row)
             continue
         where = f"state['ledger']['facts'][{i}]"
         ok = isinstance(row, list) and len(row) == 7
@@ -255,12 +338,51 @@ def _facts(data: object) -> tuple[list[tuple[Fact, int, int, int]], int, int]:
         _check(_is_int(fseq) and 0 < fseq <= seq, f"{where}[4]", fseq, f"must be in [1, {seq}]")
         _check(_is_int(mentions) and mentions >= 1, f"{where}[5]", mentions, "an int >= 1")
         _check(tier in _TIERS and _is_int(tier), f"{where}[6]", tier, f"one of {sorted(_TIERS)}")
-        out.append((Fact(kind, value, source_id, role), fseq, mentions, tier))
+        out.append(row)
+    # Repeats found now, cheaply (a fact repeated under another spelling of its key is
+    # found when the ledger files the rows).
+    seen: dict[Any, int] = {}
+    for i, row in enumerate(out):
+        for mark in (row[4], (row[0], row[1])):
+            if mark in seen:
+                where = f"state['ledger']['facts'][{i}]"
+                raise ConfigError(f"{where}={_short(row)}: appears twice (as row {seen[mark]})")
+            seen[mark] = i
     return out, seq, dropped
 
 
-def load(rs: RunningSummary, data: object) -> None:
-    """Replace the content of ``rs`` with the state ``data`` (call under its lock)."""
+def _selected(data: object, entries: list[list[Any]]) -> tuple[tuple[Fact, ...], int] | None:
+    """The saved selection (``[[row indices], omitted]``) as facts, or None."""
+    if data is None:
+        return None
+    where = "state['ledger']['selected']"
+    if not (isinstance(data, list) and len(data) == 2 and isinstance(data[0], list)):
+        raise ConfigError(f"{where}={_short(data)}: must be [[indices], omitted]")
+    picked, omitted = data
+    _check(_is_int(omitted) and omitted >= 0, where, data, "must be [[indices], omitted]")
+    n = len(entries)
+    _check(
+        all(_is_int(i) and 0 <= i < n for i in picked) and len(set(picked)) == len(picked),
+        where,
+        data,
+        f"indices must be distinct rows of the ledger (0 to {n - 1})",
+    )
+    return tuple(Fact(*entries[i][:4]) for i in picked), omitted
+
+
+def decode_covered(raw: list[Any]) -> tuple[dict[str, None], Any]:
+    """Covered ids from their encoding, and the cache ``_encode_covered`` extends."""
+    covered = dict.fromkeys(decode_ids(raw))
+    runs = [x if isinstance(x, str) else list(x) for x in raw]
+    last = _parse(next(reversed(covered))) if covered else None
+    return covered, (covered, len(covered), runs, last)
+
+
+def load(rs: RunningSummary, data: object, *, lazy: bool = False) -> None:
+    """Replace the content of ``rs`` with the state ``data`` (call under its lock).
+
+    ``lazy``: the covered ids are counted now and decoded on first use (a resumed
+    session may never need them); a repeated id is then not reported."""
     config = config_of(data)
     for key in _CONFIG_KEYS:
         mine = getattr(rs, key)
@@ -274,8 +396,10 @@ def load(rs: RunningSummary, data: object) -> None:
     expected = sum(s["count"] for s in segments)
     total = _count_ids(covered_raw, "state['covered']")
     _check(total == expected, "state['covered']", f"<{total} ids>", f"must hold {expected} ids")
-    covered = decode_ids(covered_raw)
-    _check(len(set(covered)) == expected, "state['covered']", "<ids>", "has repeated ids")
+    covered: dict[str, None] | None = None
+    if not lazy:
+        covered = dict.fromkeys(decode_ids(covered_raw))
+        _check(len(covered) == expected, "state['covered']", "<ids>", "has repeated ids")
     entries, seq, dropped = _facts(_field(state, "ledger", "state"))
     old = rs.ledger
     ledger = FactLedger(
@@ -284,7 +408,10 @@ def load(rs: RunningSummary, data: object) -> None:
         max_stored_tokens=old.max_stored_tokens,
         budget=old.budget,
     )
-    ledger.restore(entries, next_seq=seq, dropped=dropped)  # raises ConfigError on repeats
+    selected = _selected(_mapping(state["ledger"], "state['ledger']").get("selected"), entries)
+    # raises ConfigError on repeats
+    facts = ((Fact(r[0], r[1], r[2], r[3]), r[4], r[5], r[6]) for r in entries)
+    ledger.restore(facts, next_seq=seq, dropped=dropped, selected=selected)
     next_seq = _field(state, "seq", "state")
     seqs = [s["seq"] for s in segments]
     _check(len(set(seqs)) == len(seqs), "state['segments']", seqs, "repeat a seq")
@@ -315,7 +442,11 @@ def load(rs: RunningSummary, data: object) -> None:
     rs._segments = segs
     rs._seq = next_seq
     rs._ledger = ledger
-    rs._covered = dict.fromkeys(covered)
+    if covered is None:
+        rs._covered = {}
+        rs._covered_lazy = covered_raw
+    else:
+        rs._covered, rs._covered_runs = decode_covered(covered_raw)
     rs._pending_seqs = set()
     rs._version += 1
     rs._rebuild()
