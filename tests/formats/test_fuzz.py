@@ -339,6 +339,8 @@ def anthropic_expected(data: list[dict[str, Any]], system: Any) -> tuple[Any, li
         out.append({"role": d["role"], "content": content})
     if isinstance(system, list):  # 6. a block list keeps its non-empty blocks, or is None
         system = [b for b in system if not _empty_text(b)] or None
+    elif system == "":  # 6. so is an empty system string (the API rejects it)
+        system = None
     return system, out
 
 
