@@ -45,6 +45,8 @@ def norm_attribute(text: str) -> str:
     dropped, aliases mapped (``"E-mail address"`` -> ``"email"``); ``pref:``/``allergy:``
     objects keep their object normalized the same way as a value."""
     t = " ".join(text.replace("_", " ").casefold().split())
+    if t.startswith("verbatim:"):
+        return t
     for prefix in ("pref:", "allergy:"):
         if t.startswith(prefix):
             return prefix + norm_object(t[len(prefix) :])
@@ -113,6 +115,8 @@ class KeyedFact:
             return f"{self.value}: {attr[5:]}"
         if attr.startswith("allergy:"):
             return f"allergic to: {attr[8:]}"
+        if attr.startswith("verbatim:"):
+            return f"{attr.split(':')[1]}: {self.value}"
         return f"{attr}: {self.value}"
 
     def closed(self, at: float | None) -> KeyedFact:
