@@ -214,7 +214,9 @@ def conversation(group: list[dict[str, Any]], turns: int, seed: int) -> list[Mes
     return out
 
 
-def bench_retention(cases: list[dict[str, Any]], turns: int) -> dict[str, tuple[int, int]]:
+def bench_retention(
+    cases: list[dict[str, Any]], turns: int, notes: list[str] | None = None
+) -> dict[str, tuple[int, int]]:
     rows = {"ConversationMemory + ledger": [0, 0], "+ FactHistory block (10%)": [0, 0]}
     for n, group in enumerate(users(cases)):
         conv = conversation(group, turns, seed=100 + n)
@@ -233,7 +235,13 @@ def bench_retention(cases: list[dict[str, Any]], turns: int) -> dict[str, tuple[
                 block = history.render(facts_share)
                 assert TOK.count(block) <= facts_share
                 text = block + "\n" + text
-            kept = sum(_kept(text, k, v, s) for k, v, s in planted)
+            kept_each = [_kept(text, k, v, s) for k, v, s in planted]
+            kept = sum(kept_each)
+            if facts_share and notes is not None:
+                lost = [f"{k}={v}" for (k, v, _), ok in zip(planted, kept_each, strict=True)]
+                notes.extend(
+                    f"retention lost {x}" for x, ok in zip(lost, kept_each, strict=True) if not ok
+                )
             rows[label][0] += kept
             rows[label][1] += len(planted)
     return {k: (v[0], v[1]) for k, v in rows.items()}
@@ -255,10 +263,11 @@ def main() -> None:
         ok, total, snotes = bench_supersession(cases)
         print(f"2. supersession: {ok}/{total} = {ok / max(total, 1):.1%} current-and-history right")
         print(f"3. retention, {turns}-turn chats at a 10% budget, {len(users(cases))} users:")
-        for label, (kept, planted) in bench_retention(cases, turns).items():
+        rnotes: list[str] = []
+        for label, (kept, planted) in bench_retention(cases, turns, rnotes).items():
             print(f"   {label:<30} {kept:>3}/{planted} = {kept / max(planted, 1):6.1%}")
         if args.misses:
-            for note in notes + snotes:
+            for note in notes + snotes + rnotes:
                 print(f"   miss: {note}")
         else:
             print(f"   ({len(notes)} extraction and {len(snotes)} supersession misses: --misses)")

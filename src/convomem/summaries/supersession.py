@@ -22,6 +22,7 @@ pushes out "allergic to: peanuts".
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -48,18 +49,31 @@ _WEIGHT: Final = {
 }  # fmt: skip
 
 
-def weight(attribute: str) -> int:
-    """How much an attribute matters when the facts must be cut to a budget."""
+_MONEY = re.compile(r"^\s*(?:[$€£¥]|(?:USD|EUR|GBP)\s?)?-?[\d.,]+\s*(?:[$€£¥%]|USD|EUR|GBP)?\s*$")
+_CODE = re.compile(r"^(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{4,}$|^\d{6,}$")
+_CODE_WORDS: Final = ("number", "code", " id", "tracking", "confirmation", "reference", "ref")
+
+
+def weight(attribute: str, value: str = "") -> int:
+    """How much a fact matters when the facts must be cut to a budget: allergies and
+    identity first, then likes and dislikes, contact details, codes and ids, other
+    facts, and last bare amounts and numbers (a price can be looked up again)."""
     if attribute.startswith(("allergy:", "pref:")):
         return 7 if attribute.startswith("allergy:") else 6
-    return _WEIGHT.get(attribute, 4)
+    if attribute in _WEIGHT:
+        return _WEIGHT[attribute]
+    if _CODE.match(value) or any(w in f" {attribute}" for w in _CODE_WORDS):
+        return 5
+    if _MONEY.match(value):
+        return 2
+    return 4
 
 
 def fact_rank(f: KeyedFact) -> tuple[int, int, float, int]:
-    """Higher first: source tier (user 2, assistant 1, tool 0), attribute weight, newer."""
+    """Higher first: source tier (user 2, assistant 1, tool 0), weight, the newer."""
     return (
         SOURCE_TIER.get(f.source_role, 1),
-        weight(f.key[1]),
+        weight(f.key[1], f.value),
         f.valid_from if f.valid_from is not None else 0.0,
         f.seq or 0,
     )
