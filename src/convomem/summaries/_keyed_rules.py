@@ -37,6 +37,7 @@ _PLACE = rf"(?:{_NAME_CAP}|[a-zà-ÿ]{{2,30}})"
 _IM = r"i(?:'m|’m|\s+am)"
 _END = (
     r"(?=\s+(?:over|than|because|but|since|when|if|instead|pero|porque|mais|parce|aber|weil)\b"
+    r"|\s+(?i:and|y|et|und)\s+(?i:i|we|my|yo|mi|je|j['’]|mon|ich|mein)(?![\w])"
     r"|\s*[,.;!?\n]|\s*$)"
 )
 _OBJ = rf"(?P<o>[^,.;!?\n]{{1,60}}?){_END}"
