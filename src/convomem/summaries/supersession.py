@@ -101,6 +101,7 @@ class FactHistory:
         self.max_seen = _check.positive_int("max_seen", max_seen)
         self._versions: dict[tuple[str, str], list[KeyedFact]] = {}
         self._seen: dict[str, None] = {}
+        self._confirmed: dict[tuple[str, str], float] = {}  # latest time a key's value was said
         self._seq = 0
         self.extracted = 0
         """Messages handed to the extractor so far."""
@@ -130,28 +131,34 @@ class FactHistory:
         return out
 
     def _file(self, f: KeyedFact) -> bool:
-        versions = self._versions.setdefault(f.key, [])
+        key, at = f.key, f.valid_from
+        versions = self._versions.setdefault(key, [])
         cur = versions[-1] if versions and versions[-1].current else None
         if cur is None:
             versions.append(f)
+            self._confirm(key, at)
             return True
+        latest = self._confirmed.get(key, cur.valid_from)
         if norm_value(cur.value) == norm_value(f.value):
+            self._confirm(key, at)  # restated: a value said before this is older news
             return False
-        if (
-            f.valid_from is not None
-            and cur.valid_from is not None
-            and f.valid_from < cur.valid_from
-        ):
+        if at is not None and latest is not None and at < latest:
             # A late statement older than the current value: history, not news.
-            at = next(
-                v.valid_from for v in versions if (v.valid_from or 0.0) > (f.valid_from or 0.0)
-            )
-            versions.append(f.closed(at))
+            later = [
+                v.valid_from for v in versions if v.valid_from is not None and v.valid_from > at
+            ]
+            versions.append(f.closed(min(later, default=latest)))
             versions.sort(key=lambda v: (v.valid_to is None, v.valid_from or 0.0, v.seq or 0))
             return False
-        versions[-1] = cur.closed(f.valid_from)
+        versions[-1] = cur.closed(at)
         versions.append(f)
+        self._confirmed.pop(key, None)
+        self._confirm(key, at)
         return True
+
+    def _confirm(self, key: tuple[str, str], at: float | None) -> None:
+        if at is not None and at > self._confirmed.get(key, float("-inf")):
+            self._confirmed[key] = at
 
     def unseen(self, messages: Iterable[Message]) -> list[Message]:
         """The messages not yet extracted (each id once, in order)."""
@@ -275,6 +282,7 @@ class FactHistory:
                 "seq": self._seq,
                 "facts": [v.to_dict() for vs in self._versions.values() for v in vs],
                 "seen": list(self._seen),
+                "confirmed": [[s, a, t] for (s, a), t in self._confirmed.items()],
             }
 
     @classmethod
@@ -307,6 +315,15 @@ class FactHistory:
         facts = [KeyedFact.from_dict(r, f"state['facts'][{i}]") for i, r in enumerate(rows)]
         for f in facts:
             out._versions.setdefault(f.key, []).append(f)
+        confirmed = data.get("confirmed", [])
+        for i, row in enumerate(confirmed if isinstance(confirmed, list) else [None]):
+            ok = (
+                isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row[:2])
+            )
+            if not ok or isinstance(row[2], bool) or not isinstance(row[2], int | float):
+                where = f"state['confirmed'][{i}]={bounded_repr(row)}"
+                raise ConfigError(f"{where}: must be [subject, attribute, time]")
+            out._confirmed[(row[0], row[1])] = float(row[2])
         out._seen = dict.fromkeys(seen)
         out._seq = max([seq, *(f.seq or 0 for f in facts)])
         return out
