@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from convomem.model import Message
 from convomem.summaries._keyed_rules import MAX_TEXT
@@ -16,6 +18,7 @@ from convomem.summaries.keyed import KeyedFact, norm_attribute, norm_value
 
 DEV = Path(__file__).parents[2] / "bench" / "data" / "facts_dev.json"
 AT = dt.datetime(2026, 3, 5, 10, tzinfo=dt.UTC).timestamp()  # a Thursday
+ROLES = ("user", "tool", "assistant")
 
 
 def pairs(text: str, role: str = "user", at: float | None = AT) -> set[tuple[str, str]]:
@@ -95,3 +98,21 @@ def test_work_is_bounded_on_hostile_text():
 
 def test_one_value_per_key_per_message_the_first_wins():
     assert pairs("I live in Rome. I live in Milan.") == {("city", "Rome")}
+
+
+_PIECES = st.sampled_from(
+    ["I ", "my ", "name is ", "Ada ", "don't like ", "allergic to ", "live in ", "two ",
+     "tomorrow", "{", '"a": ', "=", ":", ", and I ", ". ", "@x.io ", "555-123-4567 ", "ß", "ñ"]
+)  # fmt: skip
+
+
+@settings(max_examples=80)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=8)), max_size=30), st.sampled_from(ROLES))
+def test_any_text_yields_well_formed_facts_never_an_error(parts: list[str], role: str):
+    text = "".join(parts)
+    m = Message("m", role, content=text or ".", created_at=AT)
+    facts = OfflineExtractor().extract([m])
+    assert facts == OfflineExtractor().extract([m])  # deterministic
+    keys = [f.key for f in facts]
+    assert len(keys) == len(set(keys))
+    assert all(f.value.strip() and len(f.value) <= 200 for f in facts)

@@ -103,7 +103,8 @@ _PREF_NEG = re.compile(
     rf"\s+{_OBJ}"
 )
 _PRONOUNS: Final = _set(
-    "that this it how what when to you your them those these where having being if so "
+    "that this it how what when to you your them those these where having being if so i me "
+    "him her us "
     "eso esto ça cela das es the way"
 )
 _ALLERGY = re.compile(
@@ -183,48 +184,105 @@ def user_facts(text: str, when: float | None) -> list[tuple[str, str]]:
     return out
 
 
+# Words without one of which a rule cannot match (checked on the lowercased sentence):
+# most sentences skip most rules, which keeps a message's cost near one pass per rule.
+_GATES: Final[dict[str, tuple[str, ...]]] = {
+    "name": ("name", "llamo", "nombre", "appelle", "nom ", "heiß", "heiss"),
+    "im": ("i'm", "i’m", "i am", "this is"),
+    "nick": ("call", "go by", "llám", "appelle", "nenn"),
+    "city": ("live", "moved", "reloc", "resid", "based", "living", "located", "vivo", "mud",
+             "habite", "vis ", "wohne", "lebe", "nach"),
+    "allergy": ("allerg", "alérg"),
+    "pref": ("like", "love", "enjoy", "ador", "prefer", "fan ", "gust", "encant", "aime",
+             "mag", "lieb", "hate", "dislike", "detest", "loath", "stand", "odio", "détest",
+             "hasse"),
+    "diet": ("veg", "pesc", "lactose", "gluten", "celiac", "coeliac", "diabet", "kosher",
+             "halal", "végé", "végan"),
+    "job": ("work", "travaille", "arbeite", "trabajo", " at ", " for "),
+    "age": ("old", "age", "años", "ans", "jahre", "turned"),
+    "count": ("have", "own", "got", "tengo", "j'ai", "j’ai", "habe"),
+    "my": ("my ", "our ", "mi ", "mis ", "mon ", "ma ", "mein", "unser"),
+}  # fmt: skip
+
+
+def _gate(low: str, rule: str) -> bool:
+    return any(w in low for w in _GATES[rule])
+
+
 def _sentence_facts(s: str, when: float | None, lower: bool) -> Iterator[tuple[str, str]]:
-    for m in _NAME.finditer(s):
-        yield "name", m.group("v")
-    for m in _IM_NAME.finditer(s):
-        first = m.group("v").split()[0]
-        if first not in _NOT_A_NAME and first.casefold() not in ("a", "an", "the"):
+    low = s.lower()
+    yield from _identity(s, low, lower)
+    if "@" in s:
+        for m in EMAIL.finditer(s):
+            yield "email", m.group()
+    if sum(c.isdigit() for c in s[:4096]) >= 7:
+        for m in _PHONE.finditer(s):
+            yield "phone", m.group()
+    yield from _likes(s, low)
+    yield from _about(s, low)
+    if _gate(low, "count"):
+        yield from _counts(s, when)
+    if _gate(low, "my"):
+        yield from _my(s, when)
+
+
+def _identity(s: str, low: str, lower: bool) -> Iterator[tuple[str, str]]:
+    if _gate(low, "name"):
+        for m in _NAME.finditer(s):
             yield "name", m.group("v")
-    if lower:  # "hey, i'm marta, nice to meet you": a casual lowercase introduction
-        for m in re.finditer(r"\b(?:i['’]m|i\s+am)\s+([a-zà-ÿ]{2,20})\s*(?:,|$)", s):
-            if m.group(1).capitalize() not in _NOT_A_NAME and m.group(1) not in _PRONOUNS:
-                yield "name", m.group(1)
-    for m in _NICK.finditer(s):
-        yield "nickname", m.group("v")
-    for m in _CITY.finditer(s):
-        yield "city", m.group("v")
-    for m in EMAIL.finditer(s):
-        yield "email", m.group()
-    for m in _PHONE.finditer(s):
-        yield "phone", m.group()
-    for m in _ALLERGY.finditer(s):
-        yield from _object_fact("allergy", m.group("o"), "yes")
-    for m in _ALLERGY_NOUN.finditer(s):
-        yield from _object_fact("allergy", m.group("o"), "yes")
-    for m in _PREF_NEG.finditer(s):
-        yield from _object_fact("pref", m.group("o"), "dislikes")
-    for m in _PREF_POS.finditer(s):
-        yield from _object_fact("pref", m.group("o"), "likes")
-    for m in _DIET.finditer(s):
-        yield "diet", m.group("v").casefold()
-    for pattern in (_JOB, _JOB_AT):
-        for m in pattern.finditer(s):
-            yield "job", _clip(m.group("v"))
-            if m.group("e"):
-                yield "employer", m.group("e")
-    for m in _EMPLOYER.finditer(s):
-        yield "employer", m.group("e")
-    for m in _AGE.finditer(s):
-        n = _number(m.group("n") or m.group("t"))
-        if n is not None and 0 < int(n) < 130:
-            yield "age", n
+    if _gate(low, "im"):
+        for m in _IM_NAME.finditer(s):
+            first = m.group("v").split()[0]
+            if first not in _NOT_A_NAME and first.casefold() not in ("a", "an", "the"):
+                yield "name", m.group("v")
+        if lower:  # "hey, i'm marta, nice to meet you": a casual lowercase introduction
+            for m in re.finditer(r"\b(?:i['’]m|i\s+am)\s+([a-zà-ÿ]{2,20})\s*(?:,|$)", s):
+                if m.group(1).capitalize() not in _NOT_A_NAME and m.group(1) not in _PRONOUNS:
+                    yield "name", m.group(1)
+    if _gate(low, "nick"):
+        for m in _NICK.finditer(s):
+            yield "nickname", m.group("v")
+    if _gate(low, "city"):
+        for m in _CITY.finditer(s):
+            yield "city", m.group("v")
+
+
+def _likes(s: str, low: str) -> Iterator[tuple[str, str]]:
+    if _gate(low, "allergy"):
+        for m in _ALLERGY.finditer(s):
+            yield from _object_fact("allergy", m.group("o"), "yes")
+        for m in _ALLERGY_NOUN.finditer(s):
+            yield from _object_fact("allergy", m.group("o"), "yes")
+    if _gate(low, "pref"):
+        for m in _PREF_NEG.finditer(s):
+            yield from _object_fact("pref", m.group("o"), "dislikes")
+        for m in _PREF_POS.finditer(s):
+            yield from _object_fact("pref", m.group("o"), "likes")
+    if _gate(low, "diet"):
+        for m in _DIET.finditer(s):
+            yield "diet", m.group("v").casefold()
+
+
+def _about(s: str, low: str) -> Iterator[tuple[str, str]]:
+    if _gate(low, "job"):
+        for pattern in (_JOB, _JOB_AT):
+            for m in pattern.finditer(s):
+                yield "job", _clip(m.group("v"))
+                if m.group("e"):
+                    yield "employer", m.group("e")
+        for m in _EMPLOYER.finditer(s):
+            yield "employer", m.group("e")
+    if _gate(low, "age"):
+        for m in _AGE.finditer(s):
+            n = _number(m.group("n") or m.group("t"))
+            if n is not None and 0 < int(n) < 130:
+                yield "age", n
+
+
+def _counts(s: str, when: float | None) -> Iterator[tuple[str, str]]:
     for m in _COUNT_HEAD.finditer(s):
-        for item in _COUNT_ITEM.finditer(s, m.end()):
+        pos = m.end()
+        while (item := _COUNT_ITEM.match(s, pos)) is not None:  # items follow the head
             word, noun = item.group("n"), item.group("noun").casefold()
             n = _number(word)
             if n is None or word.casefold() in _NOT_A_COUNT or noun in _NOT_COUNTED:
@@ -232,10 +290,14 @@ def _sentence_facts(s: str, when: float | None, lower: bool) -> Iterator[tuple[s
             yield noun, n
             if not re.search(r"(?:,|and|y|et|und)\s*$", item.group()):
                 break
+            pos = item.end()
     for m in _EVENT.finditer(s):
         date = resolve_date(m.group("d"), when)
         if date is not None:
             yield _clip(m.group("a")), date
+
+
+def _my(s: str, when: float | None) -> Iterator[tuple[str, str]]:
     for m in _MY.finditer(s):
         attr = norm_attribute(m.group("a"))
         if attr in _MY_SKIP or attr.split()[0] in _PRONOUNS:
