@@ -119,6 +119,11 @@ class SummarizerError(ConvomemError):
         self.errors = errors
 
 
+class ExtractionError(SummarizerError):
+    """A fact extractor failed or answered something that is not a list of facts (an
+    ``LLMExtractor`` raises it only when it has no fallback)."""
+
+
 class NotAMessage(InvalidMessage, TypeError):
     """Something that is not a ``Message`` was given where a message is required."""
 

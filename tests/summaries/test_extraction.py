@@ -147,3 +147,15 @@ def test_the_window_is_bounded_and_keeps_both_ends(text: str, limit: int) -> Non
         assert len(window) <= limit + 3
         head, _, tail = window.partition("\n…\n")
         assert text.startswith(head) and text.endswith(tail)
+
+
+def test_my_name_is_states_a_name_not_a_preference():
+    """The known defect: "My name is Ada" was filed as a preference clause."""
+    from convomem.summaries.facts import extract_facts
+
+    for text, name in [("My name is Ada.", "Ada"), ("my name is bob", "bob")]:
+        kinds = [(f.kind, f.value) for f in extract_facts(text)]
+        assert ("name", name) in kinds
+        assert not any(k == "preference" for k, _ in kinds)
+    other = extract_facts("My name is Ada and my favourite colour is blue.")
+    assert [f.value for f in other if f.kind == "preference"] == ["my favourite colour is blue"]

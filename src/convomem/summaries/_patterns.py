@@ -76,6 +76,12 @@ NAME: Final = re.compile(
 )
 TITLE_PREFIX: Final = re.compile(rf"{_TITLE}\.?\s")
 
+# "My name is Ada" states a name, not a preference (also lowercase: "my name is bob").
+NAME_INTRO: Final = re.compile(
+    r"(?i:\bmy\s+(?:(?:first|full|real)\s+)?name\s+is)\s+"
+    r"(?P<v>[A-Z][\w'’-]{0,30}(?:\s+[A-Z][\w'’-]{0,30}){0,3}|[a-z][\w'’-]{1,30})"
+)
+
 PREF_MAX_CHARS: Final = 160
 # A clause runs to the end of its sentence (at most twice the kept length is read); a
 # "." inside a word ("maya.chen@x.com", "$12.50") does not end it.
@@ -93,7 +99,7 @@ PREFERENCE: Final = re.compile(
     r"|(?<![\w'’])(?:always|never)\s+(?:call|email|e-mail|text|message|contact|send|use|book"
     r"|schedule|ship|ask|phone)\b"
     rf"{_PREF_CLAUSE}"
-    r"|\bmy\s+(?:[\w-]+\s+){0,3}?(?:is|are)\s+"
+    r"|\bmy\s+(?!(?:(?:first|last|full|middle|real)\s+)?name\b)(?:[\w-]+\s+){0,3}?(?:is|are)\s+"
     rf"{_PREF_CLAUSE}"
     r"|\b(?:call\s+me|I\s+go\s+by)\s+"
     rf"{_PREF_CLAUSE})"

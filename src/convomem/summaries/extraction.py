@@ -36,6 +36,7 @@ from ._patterns import (
     EMAIL,
     ID,
     NAME,
+    NAME_INTRO,
     NOT_NAMES,
     NUMBER,
     PREF_MAX_CHARS,
@@ -198,6 +199,11 @@ def _scan(text: str, preferences: bool) -> Scan:
                     add(a, kind, value)
         claimed.merge(taken)
     sentences = tuple(split_sentences(text))
+    if "name" in text.lower():
+        for m in NAME_INTRO.finditer(text):
+            a, b = m.span("v")
+            if not claimed.overlaps(a, b):
+                add(a, "name", m.group("v"))
     for offset, sentence in sentences:
         for m in NAME.finditer(sentence):
             a, b = m.start() + offset, m.end() + offset

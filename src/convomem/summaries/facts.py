@@ -9,6 +9,12 @@ facts are extracted from evicted *messages* once and are never re-summarized.
 This module gathers the public names; the parts live in ``_fact`` (the value and its
 rendering), ``extraction`` (the patterns, linear and memoized) and ``ledger`` (the
 bounded, ranked, incrementally selected ledger).
+
+The long-term tier is keyed: a ``KeyedFact`` has a key (subject + attribute), a value,
+provenance and validity; an ``Extractor`` (``OfflineExtractor``, rule-based in four
+languages, or ``LLMExtractor``, a chat model with the offline one as fallback) produces
+them, and ``FactHistory`` keeps them with supersession (current values, history, as_of)
+and extracts each message once.
 """
 
 from __future__ import annotations
@@ -32,7 +38,11 @@ from .extraction import (
     scan_window,
     split_sentences,
 )
+from .extractor import AsyncExtractor, Extractor, OfflineExtractor
+from .keyed import KeyedFact
 from .ledger import FactLedger
+from .llm_extractor import LLMExtractor
+from .supersession import FactHistory
 
 __all__ = [
     "FACTS_HEADER",
@@ -40,10 +50,16 @@ __all__ = [
     "KIND_VALUE",
     "MAX_SCAN_CHARS",
     "SOURCE_TIER",
+    "AsyncExtractor",
+    "Extractor",
     "Fact",
     "FactCacheInfo",
+    "FactHistory",
     "FactKind",
     "FactLedger",
+    "KeyedFact",
+    "LLMExtractor",
+    "OfflineExtractor",
     "clear_fact_cache",
     "extract_facts",
     "extract_from_messages",

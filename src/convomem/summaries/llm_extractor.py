@@ -1,0 +1,281 @@
+"""LLMExtractor: keyed facts from a chat model behind an OpenAI-compatible endpoint.
+
+The model gets the messages numbered, with their role and date, and answers JSON that a
+JSON schema constrains (``response_format={"type": "json_schema", ...}``): a list of
+``{"message": i, "attribute": ..., "value": ...}``. Provenance (message id, role, time)
+is attached here, never taken from the model. Transient failures (timeouts, dropped
+connections, 408/409/425/429, 5xx) are retried with a ``convomem.retry.RetryPolicy``;
+when the retries run out, or the answer is malformed, the batch goes to the
+``fallback`` extractor (``OfflineExtractor`` by default) and ``fallbacks`` counts it.
+Uses the ``openai`` client (extra ``llm``); the sync and async twins share request
+building and parsing, only the client call differs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from .. import _check
+from ..errors import ConfigError, ConvomemError, ExtractionError, MissingDependency, TransientError
+from ..retry import RetryPolicy
+from .extraction import source_role
+from .extractor import Extractor, OfflineExtractor, facts_of
+from .keyed import KeyedFact
+
+if TYPE_CHECKING:
+    from ..model import Message
+
+__all__ = ["FACTS_SCHEMA", "LLMExtractor"]
+
+log = logging.getLogger(__name__)
+
+PROMPT: Final = """\
+Extract durable facts about the user from the numbered messages below: who they are \
+(name, nickname, city, address, email, phone, age, job, employer, diet), what they like \
+or dislike (attribute "pref:<thing>", value "likes" or "dislikes"), allergies \
+(attribute "allergy:<thing>", value "yes"), counts ("kids": "2"), codes and numbers they \
+give ("order number": "1182"), dated events (resolve relative dates against the \
+message's date; value YYYY-MM-DD), and the fields a tool result states. Use short \
+lowercase English attributes; copy values as written (numbers as digits). Use only what \
+the messages say; no facts about the assistant. Answer JSON only.
+
+Messages:
+{messages}"""
+
+FACTS_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["facts"],
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["message", "attribute", "value"],
+                "properties": {
+                    "message": {"type": "integer"},
+                    "attribute": {"type": "string"},
+                    "value": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+"""The JSON schema of the model's answer."""
+
+_TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError:
+        raise MissingDependency("LLMExtractor", "llm", "openai") from None
+    return openai
+
+
+class LLMExtractor:
+    """An ``Extractor`` backed by a chat model (OpenAI-compatible Chat Completions).
+
+    ``LLMExtractor("gpt-4o-mini")`` uses api.openai.com with ``OPENAI_API_KEY``; a
+    ``base_url`` of a local server (Ollama, vLLM, llama.cpp) needs no key. ``retry``
+    defaults to three attempts on ``TransientError``; ``fallback`` extracts a batch the
+    model could not (default ``"offline"``: a new ``OfflineExtractor()``; ``None``: raise
+    the ``ExtractionError`` or ``TransientError``). ``batch`` messages go in one request.
+    ``calls`` counts requests sent, ``fallbacks`` batches given to the fallback.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        async_client: Any = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        fallback: Extractor | Literal["offline"] | None = "offline",
+        batch: int = 20,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model={model!r}: must be a non-empty string")
+        if base_url is not None and (not isinstance(base_url, str) or not base_url):
+            raise ConfigError(f"base_url={base_url!r}: must be a non-empty string or None")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+        if fallback == "offline":
+            fallback = OfflineExtractor()
+        if fallback is not None and not callable(getattr(fallback, "extract", None)):
+            raise ConfigError(f"fallback={fallback!r}: must have an extract(messages) method")
+        self.model = model
+        self.base_url = base_url
+        self.timeout = float(_check.number("timeout", timeout, minimum=0.0, low_open=True))
+        self.batch = _check.positive_int("batch", batch)
+        self.retry = RetryPolicy() if retry is None else retry
+        self.fallback: Extractor | None = fallback
+        self.calls = 0
+        self.fallbacks = 0
+        self._client = client
+        self._async_client = async_client
+        self._lock = threading.Lock()
+        self._openai: Any = None
+        self._api_key: str | None = None
+        if client is None or async_client is None:
+            self._openai = _import_openai()
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if key is None and base_url is not None:
+                key = "unused"  # local OpenAI-compatible servers need no key
+            if key is None:
+                raise ConfigError(
+                    "api_key=None: pass api_key=..., set OPENAI_API_KEY, or give the "
+                    "base_url of a server that needs no key"
+                )
+            self._api_key = key
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"LLMExtractor({self.model!r}{where})"
+
+    # -- shared logic ------------------------------------------------------------------
+
+    def build_request(self, messages: Sequence[Message]) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for one batch."""
+        lines = []
+        for i, m in enumerate(messages):
+            when = ""
+            if m.created_at is not None:
+                day = dt.datetime.fromtimestamp(m.created_at, dt.UTC).strftime("%Y-%m-%d %A")
+                when = f" ({day})"
+            lines.append(f"[{i}] {source_role(m)}{when}: {m.text()}")
+        return {
+            "model": self.model,
+            "messages": [{"role": "user", "content": PROMPT.format(messages="\n".join(lines))}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "facts", "strict": True, "schema": FACTS_SCHEMA},
+            },
+            "temperature": 0,
+        }
+
+    def parse_response(self, response: Any, messages: Sequence[Message]) -> list[KeyedFact]:
+        """The facts of a response, with each message's provenance; a malformed answer
+        raises ``ExtractionError``."""
+        try:
+            content = _get(_get(_get(response, "choices")[0], "message"), "content")
+            rows = json.loads(content)["facts"]
+            pairs: dict[int, list[tuple[str, str]]] = {}
+            for row in rows:
+                i, attr, value = row["message"], row["attribute"], row["value"]
+                ok = isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(messages)
+                if not (ok and isinstance(attr, str) and isinstance(value, str)):
+                    raise ExtractionError(f"{self!r}: bad fact row {row!r}")
+                pairs.setdefault(i, []).append((attr, value))
+        except ExtractionError:
+            raise
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            raise ExtractionError(f"{self!r}: malformed answer: {exc!r}") from exc
+        return [f for i, m in enumerate(messages) for f in facts_of(m, pairs.get(i, []))]
+
+    def _error(self, exc: Exception) -> ConvomemError:
+        if isinstance(exc, ConvomemError):
+            return exc
+        status = getattr(exc, "status_code", None)
+        transient = isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+        openai = self._openai
+        if openai is not None and isinstance(
+            exc, openai.APITimeoutError | openai.APIConnectionError
+        ):
+            transient = True
+        transient = transient or isinstance(exc, TimeoutError | ConnectionError)
+        what = f"{self!r}: {type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+        return TransientError(f"{what}: {exc}") if transient else ExtractionError(f"{what}: {exc}")
+
+    def _batches(self, messages: Sequence[Message]) -> list[Sequence[Message]]:
+        return [messages[i : i + self.batch] for i in range(0, len(messages), self.batch)]
+
+    def _fallback(self, batch: Sequence[Message], error: ConvomemError) -> list[KeyedFact]:
+        if self.fallback is None:
+            raise error
+        self.fallbacks += 1
+        log.warning("%r: %s; using the fallback extractor for %d messages", self, error, len(batch))
+        return self.fallback.extract(batch)
+
+    # -- clients -----------------------------------------------------------------------
+
+    def _sync(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._openai.OpenAI(
+                    api_key=self._api_key,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )
+        return self._client
+
+    def _async(self) -> Any:
+        with self._lock:
+            if self._async_client is None:
+                self._async_client = self._openai.AsyncOpenAI(
+                    api_key=self._api_key,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )
+        return self._async_client
+
+    # -- the twins ---------------------------------------------------------------------
+
+    def _once(self, batch: Sequence[Message]) -> list[KeyedFact]:
+        self.calls += 1
+        try:
+            response = self._sync().chat.completions.create(**self.build_request(batch))
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self.parse_response(response, batch)
+
+    async def _aonce(self, batch: Sequence[Message]) -> list[KeyedFact]:
+        self.calls += 1
+        try:
+            response = await self._async().chat.completions.create(**self.build_request(batch))
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self.parse_response(response, batch)
+
+    def extract(self, messages: Sequence[Message]) -> list[KeyedFact]:
+        """The facts of ``messages`` (blocking), batch by batch, in message order."""
+        out: list[KeyedFact] = []
+        for batch in self._batches(list(messages)):
+            try:
+                out.extend(self.retry.call(self._once, batch))
+            except ConvomemError as error:
+                out.extend(self._fallback(batch, error))
+        return out
+
+    async def aextract(self, messages: Sequence[Message]) -> list[KeyedFact]:
+        """Async twin of ``extract`` (uses ``AsyncOpenAI``)."""
+        out: list[KeyedFact] = []
+        for batch in self._batches(list(messages)):
+            try:
+                out.extend(await self.retry.acall(self._aonce, batch))
+            except ConvomemError as error:
+                aextract = getattr(self.fallback, "aextract", None)
+                if aextract is not None:
+                    self.fallbacks += 1
+                    log.warning("%r: %s; using the fallback extractor", self, error)
+                    out.extend(await aextract(batch))
+                else:
+                    out.extend(self._fallback(batch, error))
+        return out
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)

@@ -1,0 +1,350 @@
+"""FactHistory: the long-term facts about a user, with supersession and history.
+
+Each key (subject + attribute) has versions, oldest first; at most one is current
+(``valid_to is None``). A new value for a key closes the current one at the new one's
+``valid_from`` ("I moved to Porto" closes "I live in Lisbon"); the same value again
+changes nothing; a statement older than the current value (a late, out-of-order
+message) is filed in the history, closed, and does not replace it. ``current()``
+answers today's values, ``get(attr, as_of=t)`` the value at a time, ``history(attr)``
+every value ("what was my old address?").
+
+Each message is extracted once: ``add_messages`` remembers the ids it has read and
+hands only unseen messages to the extractor, so a re-fold or a resumed session costs no
+extraction. ``state()`` / ``from_state()`` are the JSON form persisted with a session's
+derived state; ``from_state`` also reads a ``FactLedger`` state (``RunningSummary``'s
+``"ledger"`` entry) so older states still load.
+
+Ranking (``render``): the user's own statements first, then the assistant's, then tool
+output; within a source, identity, allergies and preferences before contact details,
+before anything else; the newest first. A page of dollar amounts from a tool never
+pushes out "allergic to: peanuts".
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+from .. import _check
+from ..errors import ConfigError, bounded_repr
+from ..tokens import Tokenizer, get_tokenizer
+from ._fact import SOURCE_TIER
+from .extractor import Extractor, OfflineExtractor
+from .keyed import SUBJECT_USER, KeyedFact, norm_attribute, norm_value
+
+if TYPE_CHECKING:
+    from ..model import Message
+
+__all__ = ["FACTS_STATE_VERSION", "HISTORY_HEADER", "FactHistory"]
+
+FACTS_STATE_VERSION: Final = 1
+HISTORY_HEADER: Final = "Known facts about the user (current values):"
+
+_WEIGHT: Final = {
+    "name": 7, "nickname": 7, "diet": 6, "email": 5, "phone": 5, "address": 5,
+    "city": 5, "age": 5, "job": 5, "employer": 5,
+}  # fmt: skip
+
+
+_MONEY = re.compile(r"^\s*(?:[$€£¥]|(?:USD|EUR|GBP)\s?)?-?[\d.,]+\s*(?:[$€£¥%]|USD|EUR|GBP)?\s*$")
+_CODE = re.compile(r"^(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{4,}$|^\d{6,}$")
+_CODE_WORDS: Final = ("number", "code", " id", "tracking", "confirmation", "reference", "ref")
+
+
+def weight(attribute: str, value: str = "") -> int:
+    """How much a fact matters when the facts must be cut to a budget: allergies and
+    identity first, then likes and dislikes, contact details, codes and ids, other
+    facts, and last bare amounts and numbers (a price can be looked up again)."""
+    if attribute.startswith(("allergy:", "pref:")):
+        return 7 if attribute.startswith("allergy:") else 6
+    if attribute in _WEIGHT:
+        return _WEIGHT[attribute]
+    if _CODE.match(value) or any(w in f" {attribute}" for w in _CODE_WORDS):
+        return 5
+    if _MONEY.match(value):
+        return 2
+    return 4
+
+
+def fact_rank(f: KeyedFact) -> tuple[int, int, float, int]:
+    """Higher first: source tier (user 2, assistant 1, tool 0), weight, the newer."""
+    return (
+        SOURCE_TIER.get(f.source_role, 1),
+        weight(f.key[1], f.value),
+        f.valid_from if f.valid_from is not None else 0.0,
+        f.seq or 0,
+    )
+
+
+class FactHistory:
+    """Keyed facts with supersession, fed by an ``Extractor`` once per message.
+
+    ``extractor`` defaults to ``OfflineExtractor()``; ``tokenizer`` measures
+    ``render``; ``max_seen`` bounds the remembered message ids (the oldest are forgotten
+    first: a message that old is not re-read in practice). Thread-safe.
+    """
+
+    def __init__(
+        self,
+        *,
+        extractor: Extractor | None = None,
+        tokenizer: str | Tokenizer | Callable[[str], int] = "approx",
+        max_seen: int = 200_000,
+    ) -> None:
+        if extractor is not None and not callable(getattr(extractor, "extract", None)):
+            raise ConfigError(f"extractor={extractor!r}: must have an extract(messages) method")
+        self.extractor: Extractor = OfflineExtractor() if extractor is None else extractor
+        self._tok = get_tokenizer(tokenizer)
+        self.max_seen = _check.positive_int("max_seen", max_seen)
+        self._versions: dict[tuple[str, str], list[KeyedFact]] = {}
+        self._seen: dict[str, None] = {}
+        self._confirmed: dict[tuple[str, str], float] = {}  # latest time a key's value was said
+        self._seq = 0
+        self.extracted = 0
+        """Messages handed to the extractor so far."""
+        self._lock = threading.RLock()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add(self, facts: Iterable[KeyedFact], *, session_id: str | None = None) -> list[KeyedFact]:
+        """Record facts (``session_id`` fills in a missing one); returns those that became
+        current values. A non-``KeyedFact`` raises ``ConfigError`` before anything is kept."""
+        items = list(facts)
+        for f in items:
+            if not isinstance(f, KeyedFact):
+                raise ConfigError(f"fact={f!r}: must be a KeyedFact")
+        out: list[KeyedFact] = []
+        with self._lock:
+            for f in items:
+                self._seq += 1
+                f = replace(
+                    f,
+                    session_id=f.session_id if f.session_id is not None else session_id,
+                    seq=self._seq,
+                    valid_to=None,
+                )
+                if self._file(f):
+                    out.append(f)
+        return out
+
+    def _file(self, f: KeyedFact) -> bool:
+        key, at = f.key, f.valid_from
+        versions = self._versions.setdefault(key, [])
+        cur = versions[-1] if versions and versions[-1].current else None
+        if cur is None:
+            versions.append(f)
+            self._confirm(key, at)
+            return True
+        latest = self._confirmed.get(key, cur.valid_from)
+        if norm_value(cur.value) == norm_value(f.value):
+            self._confirm(key, at)  # restated: a value said before this is older news
+            return False
+        if at is not None and latest is not None and at < latest:
+            # A late statement older than the current value: history, not news.
+            later = [
+                v.valid_from for v in versions if v.valid_from is not None and v.valid_from > at
+            ]
+            versions.append(f.closed(min(later, default=latest)))
+            versions.sort(key=lambda v: (v.valid_to is None, v.valid_from or 0.0, v.seq or 0))
+            return False
+        versions[-1] = cur.closed(at)
+        versions.append(f)
+        self._confirmed.pop(key, None)
+        self._confirm(key, at)
+        return True
+
+    def _confirm(self, key: tuple[str, str], at: float | None) -> None:
+        if at is not None and at > self._confirmed.get(key, float("-inf")):
+            self._confirmed[key] = at
+
+    def unseen(self, messages: Iterable[Message]) -> list[Message]:
+        """The messages not yet extracted (each id once, in order)."""
+        out: list[Message] = []
+        ids: set[str] = set()
+        with self._lock:
+            for m in messages:
+                if m.id not in self._seen and m.id not in ids:
+                    ids.add(m.id)
+                    out.append(m)
+        return out
+
+    def _mark(self, messages: Sequence[Message]) -> None:
+        seen = self._seen
+        for m in messages:
+            seen[m.id] = None
+        self.extracted += len(messages)
+        while len(seen) > self.max_seen:
+            del seen[next(iter(seen))]
+
+    def add_messages(
+        self, messages: Iterable[Message], *, session_id: str | None = None
+    ) -> list[KeyedFact]:
+        """Extract the facts of the messages not read before and record them; returns the
+        new current values. An extractor error propagates and marks nothing as read."""
+        new = self.unseen(messages)
+        if not new:
+            return []
+        facts = self.extractor.extract(new)
+        with self._lock:
+            self._mark(new)
+            return self.add(facts, session_id=session_id)
+
+    async def aadd_messages(
+        self, messages: Iterable[Message], *, session_id: str | None = None
+    ) -> list[KeyedFact]:
+        """Async twin of ``add_messages`` (uses the extractor's ``aextract`` if it has one)."""
+        new = self.unseen(messages)
+        if not new:
+            return []
+        aextract = getattr(self.extractor, "aextract", None)
+        facts = await aextract(new) if aextract is not None else self.extractor.extract(new)
+        with self._lock:
+            self._mark(new)
+            return self.add(facts, session_id=session_id)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def current(self, subject: str | None = SUBJECT_USER) -> list[KeyedFact]:
+        """The current value of every key (of ``subject``; ``None``: all), first seen first."""
+        with self._lock:
+            out = [
+                vs[-1]
+                for key, vs in self._versions.items()
+                if vs and vs[-1].current and (subject is None or key[0] == subject)
+            ]
+        return sorted(out, key=lambda f: f.seq or 0)
+
+    def get(
+        self, attribute: str, *, subject: str = SUBJECT_USER, as_of: float | None = None
+    ) -> KeyedFact | None:
+        """The value of ``attribute`` now, or the one valid at epoch ``as_of``; None if unknown."""
+        with self._lock:
+            versions = self._versions.get((subject, norm_attribute(attribute)), [])
+            if as_of is None:
+                return versions[-1] if versions and versions[-1].current else None
+            for v in reversed(versions):
+                start = v.valid_from if v.valid_from is not None else float("-inf")
+                end = v.valid_to if v.valid_to is not None else float("inf")
+                if start <= as_of < end:
+                    return v
+        return None
+
+    def history(
+        self, attribute: str | None = None, *, subject: str = SUBJECT_USER
+    ) -> list[KeyedFact]:
+        """Every value of ``attribute`` (``None``: of every attribute), oldest first,
+        superseded ones included (``valid_to`` set)."""
+        with self._lock:
+            if attribute is not None:
+                return list(self._versions.get((subject, norm_attribute(attribute)), []))
+            return [v for key, vs in self._versions.items() if key[0] == subject for v in vs]
+
+    def __len__(self) -> int:
+        """The number of current values."""
+        return len(self.current(None))
+
+    def __contains__(self, message_id: object) -> bool:
+        """Whether the message with this id was already extracted."""
+        return isinstance(message_id, str) and message_id in self._seen
+
+    def render(self, max_tokens: int | None = None) -> str:
+        """The current facts, best ranked first, one per line, within ``max_tokens``
+        (an "omitted" line says how many did not fit); ``""`` when there are none."""
+        ranked = sorted(self.current(None), key=fact_rank, reverse=True)
+        if not ranked:
+            return ""
+        count = self._tok.count
+        lines = [HISTORY_HEADER]
+        omitted = 0
+        for f in ranked:
+            line = f"- {f.statement()}"
+            if max_tokens is not None and count("\n".join([*lines, line])) + 12 > max_tokens:
+                omitted += 1
+                continue
+            lines.append(line)
+        if omitted:
+            lines.append(f"({omitted} more facts omitted)")
+        text = "\n".join(lines)
+        if max_tokens is not None and count(text) > max_tokens:
+            return ""
+        return text
+
+    # -- state ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-ready snapshot: every version and the ids already extracted."""
+        with self._lock:
+            return {
+                "version": FACTS_STATE_VERSION,
+                "seq": self._seq,
+                "facts": [v.to_dict() for vs in self._versions.values() for v in vs],
+                "seen": list(self._seen),
+                "confirmed": [[s, a, t] for (s, a), t in self._confirmed.items()],
+            }
+
+    @classmethod
+    def from_state(
+        cls, data: Any, *, extractor: Extractor | None = None, **kwargs: Any
+    ) -> FactHistory:
+        """Rebuild from ``state()``, or from a ``FactLedger`` state (a dict with
+        ``"facts"`` rows ``[kind, value, source_id, source_role, seq, mentions, tier]``:
+        each becomes a verbatim fact keyed by kind and value). A malformed field raises
+        ``ConfigError`` naming it."""
+        out = cls(extractor=extractor, **kwargs)
+        if not isinstance(data, dict):
+            raise ConfigError(f"state={bounded_repr(data)}: must be a dict")
+        rows = data.get("facts")
+        if not isinstance(rows, list):
+            raise ConfigError(f"state['facts']={bounded_repr(rows)}: must be a list")
+        if "version" not in data:
+            out.add(_legacy(rows))
+            return out
+        if data["version"] != FACTS_STATE_VERSION:
+            raise ConfigError(
+                f"state['version']={data['version']!r}: must be {FACTS_STATE_VERSION}"
+            )
+        seen = data.get("seen", [])
+        if not isinstance(seen, list) or not all(isinstance(i, str) for i in seen):
+            raise ConfigError(f"state['seen']={bounded_repr(seen)}: must be a list of message ids")
+        seq = data.get("seq", 0)
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise ConfigError(f"state['seq']={seq!r}: must be an int >= 0")
+        facts = [KeyedFact.from_dict(r, f"state['facts'][{i}]") for i, r in enumerate(rows)]
+        for f in facts:
+            out._versions.setdefault(f.key, []).append(f)
+        confirmed = data.get("confirmed", [])
+        for i, row in enumerate(confirmed if isinstance(confirmed, list) else [None]):
+            ok = (
+                isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row[:2])
+            )
+            if not ok or isinstance(row[2], bool) or not isinstance(row[2], int | float):
+                where = f"state['confirmed'][{i}]={bounded_repr(row)}"
+                raise ConfigError(f"{where}: must be [subject, attribute, time]")
+            out._confirmed[(row[0], row[1])] = float(row[2])
+        out._seen = dict.fromkeys(seen)
+        out._seq = max([seq, *(f.seq or 0 for f in facts)])
+        return out
+
+
+def _legacy(rows: list[Any]) -> list[KeyedFact]:
+    out: list[KeyedFact] = []
+    for i, row in enumerate(rows):
+        if not (
+            isinstance(row, list) and len(row) >= 4 and all(isinstance(x, str) for x in row[:2])
+        ):
+            raise ConfigError(
+                f"state['facts'][{i}]={row!r}: must be [kind, value, source_id, role, ...]"
+            )
+        kind, value, source_id, role = row[:4]
+        out.append(
+            KeyedFact(
+                f"verbatim:{kind}:{norm_value(value)}",
+                value,
+                source_role=role if isinstance(role, str) else None,
+                message_id=source_id if isinstance(source_id, str) else None,
+            )
+        )
+    return out
