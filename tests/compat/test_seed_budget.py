@@ -81,8 +81,14 @@ def test_should_summarize_at_80_percent() -> None:
 def test_count_message_tokens_is_the_seeds_formula(contents: list[str]) -> None:
     t = TokenBudgetManager(model="gpt-4")
     messages = [{"role": "user", "content": c} for c in contents]
-    seed = sum(len(CL100K.encode(c)) + 4 for c in contents) + 2
+    # A special token's text ("<|endoftext|>") in a message is plain text to count.
+    seed = sum(len(CL100K.encode(c, disallowed_special=())) + 4 for c in contents) + 2
     assert t.count_message_tokens(messages) == seed
+    special = [{"role": "user", "content": "<|endoftext|>"}]
+    assert (
+        t.count_message_tokens(special)
+        == len(CL100K.encode("<|endoftext|>", disallowed_special=())) + 6
+    )
 
 
 def test_counts_with_the_model_encoding_offline() -> None:
