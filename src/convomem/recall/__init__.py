@@ -1,4 +1,5 @@
-"""Recall: embedders, the embedding cache and near-duplicate search."""
+"""Recall: embedders, the embedding cache, near-duplicate search and the hybrid
+(BM25 + vector) recall index over a store database."""
 
 from .cache import (
     EmbeddingCache,
@@ -12,6 +13,8 @@ from .embedders import (
     HashingEmbedder,
     Vector,
 )
+from .index import Hit, RecallIndex
+from .index_async import AsyncRecallIndex
 from .neardup import (
     NearDuplicateFinder,
     find_near_duplicates,
@@ -20,12 +23,15 @@ from .neardup import (
 __all__ = [
     "COSINE_TOLERANCE",
     "AsyncEmbedder",
+    "AsyncRecallIndex",
     "Backend",
     "Embedder",
     "EmbedderLike",
     "EmbeddingCache",
     "HashingEmbedder",
+    "Hit",
     "NearDuplicateFinder",
+    "RecallIndex",
     "Vector",
     "find_near_duplicates",
 ]
