@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..stores._pg_ops import Q
 from ._backend import Item, Row, Scope
+from .fusion import VECTOR_TOLERANCE
 
 Op = Generator[Q, Any, Any]
 
@@ -199,7 +200,7 @@ class PgRecall:
                 (*scope, *params, lit, lit, n),
             )
         found = sorted(((int(r), float(c)) for r, c in rows), key=lambda rc: -rc[1])
-        return [(r, c) for r, c in found if c > 0.0]
+        return [(r, c) for r, c in found if c > VECTOR_TOLERANCE]
 
     def rows(self, scope: Scope, rids: Sequence[int]) -> Op:
         found = yield Q.all(

@@ -25,6 +25,7 @@ from typing import Any, Final
 from ..errors import ConfigError
 from ..stores._pg_ops import Q
 from ._backend import Item, Row, Scope
+from .fusion import VECTOR_TOLERANCE
 
 Op = Generator[Q, Any, Any]
 
@@ -279,7 +280,7 @@ class SQLiteRecall:
         top = np.argpartition(-sims, count - 1)[:count] if count < part.n else np.arange(part.n)
         top = top[np.argsort(-sims[top], kind="stable")]
         sel = sims[top]
-        keep = sel > 0.0
+        keep = sel > VECTOR_TOLERANCE  # float32 noise around an orthogonal vector
         rids = part.rids[top][keep].tolist()
         return list(zip(rids, sel[keep].astype(float).tolist(), strict=True))
 
