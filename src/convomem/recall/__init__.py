@@ -19,6 +19,7 @@ from .neardup import (
     NearDuplicateFinder,
     find_near_duplicates,
 )
+from .openai_embeddings import OpenAIEmbedder
 
 __all__ = [
     "COSINE_TOLERANCE",
@@ -31,6 +32,7 @@ __all__ = [
     "HashingEmbedder",
     "Hit",
     "NearDuplicateFinder",
+    "OpenAIEmbedder",
     "RecallIndex",
     "Vector",
     "find_near_duplicates",
