@@ -58,6 +58,8 @@ SCHEMA: Final = (
         PRIMARY KEY (tenant, user_id)
     ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS convomem_recall_meta (key TEXT PRIMARY KEY, value TEXT)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS convomem_recall_vocab "
+    "USING fts5vocab('convomem_recall_fts', 'row')",
     """CREATE TRIGGER IF NOT EXISTS convomem_recall_ai AFTER INSERT ON convomem_recall_items
     BEGIN
         INSERT INTO convomem_recall_fts (rowid, scope, text) VALUES (new.rid, new.scope, new.text);
@@ -81,6 +83,8 @@ SCHEMA: Final = (
 )
 
 _COLUMNS: Final = "rid, session_id, message_id, seq, kind, created_at, text"
+LEXICAL_BUDGET: Final = 5000
+"""Rows a lexical query may match before its most common terms are dropped."""
 
 
 def scope_token(scope: Scope) -> str:
@@ -204,18 +208,58 @@ class SQLiteRecall:
     ) -> Op:
         if not terms:
             return []
+        terms = yield from self._useful(terms)
+        if not terms:
+            return []
         words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         match = f"scope : {scope_token(scope)} AND text : ({words})"
-        extra, params = _filters(kinds, as_of)
-        rows = yield Q.all(
-            "SELECT i.rid, bm25(convomem_recall_fts, 0.0, 1.0) AS s "
-            "FROM convomem_recall_fts JOIN convomem_recall_items i "
-            "ON i.rid = convomem_recall_fts.rowid "
-            f"WHERE convomem_recall_fts MATCH ? AND i.tenant = ? AND i.user_id = ?{extra} "
-            "ORDER BY s, i.rid LIMIT ?",
-            (match, scope.tenant, scope.user_id, *params, n),
-        )
+        if kinds is None and as_of is None:
+            # The scope token already confines the match to the user's rows; rows()
+            # checks tenant and user again before anything is returned.
+            rows = yield Q.all(
+                "SELECT rowid, bm25(convomem_recall_fts, 0.0, 1.0) AS s "
+                "FROM convomem_recall_fts WHERE convomem_recall_fts MATCH ? "
+                "ORDER BY s, rowid LIMIT ?",
+                (match, n),
+            )
+        else:
+            extra, params = _filters(kinds, as_of)
+            rows = yield Q.all(
+                "SELECT i.rid, bm25(convomem_recall_fts, 0.0, 1.0) AS s "
+                "FROM convomem_recall_fts JOIN convomem_recall_items i "
+                "ON i.rid = convomem_recall_fts.rowid "
+                f"WHERE convomem_recall_fts MATCH ? AND i.tenant = ? AND i.user_id = ?{extra} "
+                "ORDER BY s, i.rid LIMIT ?",
+                (match, scope.tenant, scope.user_id, *params, n),
+            )
         return [(int(rid), -float(s)) for rid, s in rows]
+
+    def _useful(self, terms: Sequence[str]) -> Op:
+        """The query terms worth matching. Scoring every row a term matches is what
+        makes a query slow, so when a term matches more than ``LEXICAL_BUDGET`` rows:
+        not if it is in half the rows or more (FTS5's BM25 gives it an IDF of 1e-6: it
+        only breaks ties), and only the rarest terms within that budget. Below the
+        budget the ranking is exact BM25."""
+        found = yield Q.all(
+            "SELECT term, doc FROM convomem_recall_vocab "
+            f"WHERE term IN ({', '.join('?' * len(terms))})",
+            tuple(terms),
+        )
+        df = dict(found)
+        row = yield Q.one("SELECT sum(added - removed) FROM convomem_recall_users")
+        total = int(row[0] or 0) if row is not None else 0
+        kept = sorted(
+            (t for t in terms if df.get(t, 0) <= LEXICAL_BUDGET or 2 * df[t] < total),
+            key=lambda t: df.get(t, 0),
+        )
+        out: list[str] = []
+        matched = 0
+        for t in kept:
+            if out and matched + df.get(t, 0) > LEXICAL_BUDGET:
+                break
+            out.append(t)
+            matched += df.get(t, 0)
+        return out
 
     def _partition(self, scope: Scope, dim: int) -> Op:
         """The scope's current vectors, loading only what changed since last time."""
