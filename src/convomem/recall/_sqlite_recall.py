@@ -83,7 +83,7 @@ SCHEMA: Final = (
 )
 
 _COLUMNS: Final = "rid, session_id, message_id, seq, kind, created_at, text"
-LEXICAL_BUDGET: Final = 5000
+LEXICAL_BUDGET: Final = 1000
 """Rows a lexical query may match before its most common terms are dropped."""
 
 
@@ -152,6 +152,7 @@ class SQLiteRecall:
         self.dim: int | None = None
         self._lock = threading.Lock()
         self._parts: dict[Scope, _Partition] = {}
+        self._df: dict[str, tuple[int, int]] = {}  # term -> (rows with it, rows then)
 
     def migrate(self) -> Op:
         for sql in SCHEMA:
@@ -208,19 +209,19 @@ class SQLiteRecall:
     ) -> Op:
         if not terms:
             return []
-        terms = yield from self._useful(terms)
+        terms, mine = yield from self._useful(scope, terms)
         if not terms:
             return []
         words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        match = f"scope : {scope_token(scope)} AND text : ({words})"
-        if kinds is None and as_of is None:
-            # The scope token already confines the match to the user's rows; rows()
-            # checks tenant and user again before anything is returned.
+        if kinds is None and as_of is None and mine <= LEXICAL_BUDGET:
+            # A small partition: its scope token narrows the match at once (BM25 counts
+            # the token's rows too, which is why a large partition is joined instead).
+            # rows() checks tenant and user again before anything is returned.
             rows = yield Q.all(
                 "SELECT rowid, bm25(convomem_recall_fts, 0.0, 1.0) AS s "
                 "FROM convomem_recall_fts WHERE convomem_recall_fts MATCH ? "
                 "ORDER BY s, rowid LIMIT ?",
-                (match, n),
+                (f"scope : {scope_token(scope)} AND text : ({words})", n),
             )
         else:
             extra, params = _filters(kinds, as_of)
@@ -230,26 +231,48 @@ class SQLiteRecall:
                 "ON i.rid = convomem_recall_fts.rowid "
                 f"WHERE convomem_recall_fts MATCH ? AND i.tenant = ? AND i.user_id = ?{extra} "
                 "ORDER BY s, i.rid LIMIT ?",
-                (match, scope.tenant, scope.user_id, *params, n),
+                (f"text : ({words})", scope.tenant, scope.user_id, *params, n),
             )
         return [(int(rid), -float(s)) for rid, s in rows]
 
-    def _useful(self, terms: Sequence[str]) -> Op:
+    def _useful(self, scope: Scope, terms: Sequence[str]) -> Op:
         """The query terms worth matching. Scoring every row a term matches is what
         makes a query slow, so when a term matches more than ``LEXICAL_BUDGET`` rows:
         not if it is in half the rows or more (FTS5's BM25 gives it an IDF of 1e-6: it
         only breaks ties), and only the rarest terms within that budget. Below the
         budget the ranking is exact BM25."""
-        found = yield Q.all(
-            "SELECT term, doc FROM convomem_recall_vocab "
-            f"WHERE term IN ({', '.join('?' * len(terms))})",
-            tuple(terms),
+        row = yield Q.one(
+            "SELECT sum(added - removed), sum(CASE WHEN tenant = ? AND user_id = ? "
+            "THEN added - removed END) FROM convomem_recall_users",
+            scope,
         )
-        df = dict(found)
-        row = yield Q.one("SELECT sum(added - removed) FROM convomem_recall_users")
-        total = int(row[0] or 0) if row is not None else 0
+        total, mine = int(row[0] or 0), int(row[1] or 0)
+        # Document frequencies only steer this choice (BM25 computes its own), and
+        # counting them reads the terms' whole posting lists: cache them until the
+        # table has grown or shrunk by a tenth.
+        cache = self._df
+        df: dict[str, int] = {}
+        missing = []
+        for t in terms:
+            seen = cache.get(t)
+            if seen is not None and abs(seen[1] - total) * 10 <= max(total, 10):
+                df[t] = seen[0]
+            else:
+                missing.append(t)
+        if missing:
+            found = yield Q.all(
+                "SELECT term, doc FROM convomem_recall_vocab "
+                f"WHERE term IN ({', '.join('?' * len(missing))})",
+                tuple(missing),
+            )
+            counted = dict(found)
+            if len(cache) > 200_000:
+                cache.clear()
+            for t in missing:
+                df[t] = counted.get(t, 0)
+                cache[t] = (df[t], total)
         kept = sorted(
-            (t for t in terms if df.get(t, 0) <= LEXICAL_BUDGET or 2 * df[t] < total),
+            (t for t in terms if df[t] <= LEXICAL_BUDGET or 2 * df[t] < total),
             key=lambda t: df.get(t, 0),
         )
         out: list[str] = []
@@ -259,7 +282,7 @@ class SQLiteRecall:
                 break
             out.append(t)
             matched += df.get(t, 0)
-        return out
+        return out, mine
 
     def _partition(self, scope: Scope, dim: int) -> Op:
         """The scope's current vectors, loading only what changed since last time."""
