@@ -15,6 +15,7 @@ from .embedders import (
 )
 from .index import Hit, RecallIndex
 from .index_async import AsyncRecallIndex
+from .minilm import MiniLMEmbedder
 from .neardup import (
     NearDuplicateFinder,
     find_near_duplicates,
@@ -31,6 +32,7 @@ __all__ = [
     "EmbeddingCache",
     "HashingEmbedder",
     "Hit",
+    "MiniLMEmbedder",
     "NearDuplicateFinder",
     "OpenAIEmbedder",
     "RecallIndex",
