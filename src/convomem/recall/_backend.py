@@ -7,9 +7,35 @@ user, so no method can reach another user's rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
+
+
+class Q(NamedTuple):
+    """One statement of a recall operation: ``run`` gives the row count, ``one`` a row or
+    None, ``all`` the rows, ``many`` runs it once per parameter row (SQLite only). The
+    PostgreSQL store's driver runs these as its own statements (same fields)."""
+
+    sql: str
+    params: Sequence[Any] | Iterable[Sequence[Any]]
+    fetch: Literal["run", "one", "all", "many"]
+
+    @classmethod
+    def run(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        return cls(sql, params, "run")
+
+    @classmethod
+    def one(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        return cls(sql, params, "one")
+
+    @classmethod
+    def all(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        return cls(sql, params, "all")
+
+    @classmethod
+    def many(cls, sql: str, rows: Iterable[Sequence[Any]]) -> Q:
+        return cls(sql, rows, "many")
 
 
 class Scope(NamedTuple):

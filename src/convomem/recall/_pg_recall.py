@@ -18,8 +18,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..stores._pg_ops import Q
-from ._backend import Item, Row, Scope
+from ._backend import Item, Q, Row, Scope
 from .fusion import VECTOR_TOLERANCE
 
 Op = Generator[Q, Any, Any]
@@ -124,16 +123,22 @@ class PgRecall:
     def insert(self, scope: Scope, items: Sequence[Item], dim: int) -> Op:
         np = self.np
         yield from self._dim(dim)
-        n = yield Q.many(
-            f"INSERT INTO {self.items} (tenant, user_id, session_id, message_id, seq, kind, "
-            "created_at, text, vec) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::vector) "
-            "ON CONFLICT (tenant, user_id, session_id, message_id) DO NOTHING",
-            [
-                (*scope, it.session_id, it.message_id, it.seq, it.kind, *_tail(np, it))
-                for it in items
-            ],
-        )
-        return n
+        total = 0
+        for i in range(0, len(items), 500):
+            chunk = items[i : i + 500]
+            rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"] * len(chunk))
+            params = [
+                v
+                for it in chunk
+                for v in (*scope, it.session_id, it.message_id, it.seq, it.kind, *_tail(np, it))
+            ]
+            total += yield Q.run(
+                f"INSERT INTO {self.items} (tenant, user_id, session_id, message_id, seq, kind, "
+                f"created_at, text, vec) VALUES {rows} "
+                "ON CONFLICT (tenant, user_id, session_id, message_id) DO NOTHING",
+                params,
+            )
+        return total
 
     def _filters(self, kinds: Sequence[str] | None, as_of: float | None) -> tuple[str, list[Any]]:
         sql, params = "", list[Any]()

@@ -23,8 +23,7 @@ from collections.abc import Generator, Sequence
 from typing import Any, Final
 
 from ..errors import ConfigError
-from ..stores._pg_ops import Q
-from ._backend import Item, Row, Scope
+from ._backend import Item, Q, Row, Scope
 from .fusion import VECTOR_TOLERANCE
 
 Op = Generator[Q, Any, Any]
