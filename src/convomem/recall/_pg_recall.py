@@ -4,7 +4,8 @@
   generated ``tsvector`` (the ``simple`` configuration: no stemming, any language; a GIN
   index) and a ``vector`` column; an HNSW index (cosine) over it is made when the first
   vectors fix the dimension (kept in ``convomem_recall_meta``).
-- Lexical relevance is ``ts_rank_cd``; vector search uses the HNSW index with
+- Lexical relevance is ``ts_rank_cd`` over the user's newest ``LEXICAL_WINDOW`` matches;
+  vector search uses the HNSW index with
   ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), so a filtered search still
   finds k items of the user; older pgvector gets an exact search over the user's rows.
 - A trigger deletes a session's items when the store deletes the session.
@@ -24,6 +25,9 @@ from .fusion import VECTOR_TOLERANCE
 Op = Generator[Q, Any, Any]
 
 _COLUMNS = "rid, session_id, message_id, seq, kind, created_at, text"
+LEXICAL_WINDOW = 2000
+"""Matches ranked by ``ts_rank_cd`` at most: the user's newest (ranking every row a
+common word matches made one-user searches slow)."""
 
 
 def _literal(vec: Any) -> str:
@@ -163,10 +167,12 @@ class PgRecall:
         query = " | ".join(f"'{t}'" for t in terms)  # terms are letters and digits only
         extra, params = self._filters(kinds, as_of)
         rows = yield Q.all(
-            f"SELECT rid, ts_rank_cd(tsv, q) AS s FROM {self.items}, "
-            "to_tsquery('simple', %s) AS q "
-            f"WHERE tenant = %s AND user_id = %s AND tsv @@ q{extra} "
-            "ORDER BY s DESC, rid DESC LIMIT %s",
+            "WITH q AS (SELECT to_tsquery('simple', %s) AS q), "
+            f"m AS (SELECT rid, tsv FROM {self.items}, q "
+            f"WHERE tenant = %s AND user_id = %s AND tsv @@ q.q{extra} "
+            f"ORDER BY rid DESC LIMIT {LEXICAL_WINDOW}) "
+            "SELECT m.rid, ts_rank_cd(m.tsv, q.q) AS s FROM m, q "
+            "ORDER BY s DESC, m.rid DESC LIMIT %s",
             (query, *scope, *params, n),
         )
         return [(int(rid), float(s)) for rid, s in rows]
