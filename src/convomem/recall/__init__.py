@@ -1,4 +1,5 @@
-"""Recall: embedders, the embedding cache and near-duplicate search."""
+"""Recall: embedders, the embedding cache, near-duplicate search and the hybrid
+(BM25 + vector) recall index over a store database."""
 
 from .cache import (
     EmbeddingCache,
@@ -12,20 +13,29 @@ from .embedders import (
     HashingEmbedder,
     Vector,
 )
+from .index import Hit, RecallIndex
+from .index_async import AsyncRecallIndex
+from .minilm import MiniLMEmbedder
 from .neardup import (
     NearDuplicateFinder,
     find_near_duplicates,
 )
+from .openai_embeddings import OpenAIEmbedder
 
 __all__ = [
     "COSINE_TOLERANCE",
     "AsyncEmbedder",
+    "AsyncRecallIndex",
     "Backend",
     "Embedder",
     "EmbedderLike",
     "EmbeddingCache",
     "HashingEmbedder",
+    "Hit",
+    "MiniLMEmbedder",
     "NearDuplicateFinder",
+    "OpenAIEmbedder",
+    "RecallIndex",
     "Vector",
     "find_near_duplicates",
 ]

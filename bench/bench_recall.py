@@ -1,0 +1,202 @@
+"""RecallIndex: search latency and ingest throughput, against brute-force floors.
+
+Indexes ``--messages`` synthetic conversational messages (seeded; 8-20 words from a
+2,000-word vocabulary, HashingEmbedder(dim=256)) in two layouts: **one user** holding
+them all, and **spread** over ``--users`` users (same total). Then ``--queries``
+searches (3-6 words; k=10), each for a random user of the layout, timed one by one
+(p50/p99, after one warm-up search per user measured separately as "cold").
+
+Floors measured in the same run:
+
+- **search**: the exact vector scan alone, in numpy, on the user's float32 matrix
+  already in memory (``mat @ q`` + ``argpartition``): what any exact vector search pays;
+  the index adds BM25 (FTS5 / tsvector), fusion and reading the hits' rows.
+- **ingest**: embedding the same texts with the same embedder plus a raw
+  ``executemany`` of (text, vector blob) rows into a bare SQLite table.
+
+Backends: SQLite (a file in /dev/shm when there is one) and PostgreSQL + pgvector (an
+embedded server started here; ``--pg-messages`` sets its size, 0 skips it).
+
+    .venv/bin/python bench/bench_recall.py
+    .venv/bin/python bench/bench_recall.py --messages 100000 --users 1000 --pg-messages 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from convomem.model import Message
+from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.stores import open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+
+def vocabulary(rng: random.Random, size: int = 2000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = {"".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(size)}
+    return sorted(words)
+
+
+def corpus(n: int, seed: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    vocab = vocabulary(rng)
+    weights = [1.0 / (i + 1) for i in range(len(vocab))]  # Zipf-like, as in conversation
+    texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(8, 20))) for _ in range(n)]
+    queries = [" ".join(rng.choices(vocab, weights, k=rng.randint(3, 6))) for _ in range(2000)]
+    return texts, queries
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def ingest(idx: RecallIndex, texts: list[str], users: int, batch: int = 1000) -> float:
+    per = len(texts) // users
+    start = time.perf_counter()
+    for u in range(users):
+        mine = texts[u * per : (u + 1) * per]
+        for i in range(0, len(mine), batch):
+            msgs = [
+                Message(f"m{u}-{i + j}", "user", content=t, created_at=float(i + j))
+                for j, t in enumerate(mine[i : i + batch])
+            ]
+            idx.add(msgs, user_id=f"user{u}", session_id=f"s{u}-{i // 5000}")
+    return time.perf_counter() - start
+
+
+def ingest_floor(texts: list[str], path: str, batch: int = 1000) -> float:
+    emb = HashingEmbedder(dim=256)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, text TEXT, vec BLOB)")
+    start = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        chunk = texts[i : i + batch]
+        mat = np.asarray(emb.embed_batch(chunk), dtype=np.float32)
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO t (text, vec) VALUES (?, ?)",
+            [(t, row.tobytes()) for t, row in zip(chunk, mat, strict=True)],
+        )
+        conn.execute("COMMIT")
+    took = time.perf_counter() - start
+    conn.close()
+    return took
+
+
+def searches(idx: RecallIndex, queries: list[str], users: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    cold = []
+    for u in range(min(users, 50)):  # first search of a user loads its partition
+        t0 = time.perf_counter()
+        idx.search(queries[u], user_id=f"user{u}", k=10)
+        cold.append(time.perf_counter() - t0)
+    for u in range(50, users):
+        idx.search(queries[u % len(queries)], user_id=f"user{u}", k=10)
+    times = []
+    gc.disable()
+    try:
+        for q in queries:
+            u = rng.randrange(users)
+            t0 = time.perf_counter()
+            hits = idx.search(q, user_id=f"user{u}", k=10)
+            times.append(time.perf_counter() - t0)
+            assert hits, q
+    finally:
+        gc.enable()
+    return {
+        "p50": pct(times, 50),
+        "p99": pct(times, 99),
+        "mean": statistics.fmean(times),
+        "cold": statistics.median(cold),
+    }
+
+
+def vector_floor(texts: list[str], queries: list[str], users: int, seed: int) -> dict[str, Any]:
+    emb = HashingEmbedder(dim=256)
+    per = len(texts) // users
+    mat = np.asarray(emb.embed_batch(texts[: per * users]), dtype=np.float32)
+    parts = [mat[u * per : (u + 1) * per] for u in range(users)]
+    rng = random.Random(seed)
+    qs = np.asarray(emb.embed_batch(queries), dtype=np.float32)
+    times = []
+    for q in qs:
+        part = parts[rng.randrange(users)]
+        t0 = time.perf_counter()
+        sims = part @ q
+        top = np.argpartition(-sims, 9)[:10]
+        top[np.argsort(-sims[top])].tolist()
+        times.append(time.perf_counter() - t0)
+    return {"p50": pct(times, 50), "p99": pct(times, 99)}
+
+
+def run_backend(name: str, url: str, texts: list[str], queries: list[str], args: Any) -> None:
+    for users in (1, args.users):
+        db = open_store(url)
+        idx = RecallIndex(db, embedder=HashingEmbedder(dim=256))
+        took = ingest(idx, texts, users)
+        rate = len(texts) / took
+        s = searches(idx, queries[: args.queries], users, args.seed)
+        floor = vector_floor(texts, queries[: args.queries], users, args.seed)
+        print(
+            f"{name:10} n={len(texts):>7} users={users:>5}  ingest {rate:8.0f} msg/s   "
+            f"search p50 {s['p50'] * 1e3:6.2f} ms  p99 {s['p99'] * 1e3:6.2f} ms  "
+            f"(cold {s['cold'] * 1e3:7.1f} ms)   vector floor p50 {floor['p50'] * 1e3:5.2f} ms "
+            f"p99 {floor['p99'] * 1e3:5.2f} ms  -> p50 x{s['p50'] / floor['p50']:.1f}",
+            flush=True,
+        )
+        idx.close()
+        db.close()
+        url = args.next_url(name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--pg-messages", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    texts, queries = corpus(args.messages, args.seed)
+    shm = Path("/dev/shm")
+    base = Path(tempfile.mkdtemp(dir=shm if shm.is_dir() else None, prefix="convomem-recall-"))
+    counter = iter(range(1000))
+    server: Any = None
+
+    def next_url(name: str) -> str:
+        if name == "sqlite":
+            return f"sqlite:///{base}/recall{next(counter)}.db"
+        assert server is not None
+        return str(server.fresh_url())
+
+    args.next_url = next_url
+    floor = ingest_floor(texts, f"{base}/floor.db")
+    print(f"ingest floor (embed + raw executemany): {len(texts) / floor:8.0f} msg/s", flush=True)
+    run_backend("sqlite", next_url("sqlite"), texts, queries, args)
+    if args.pg_messages:
+        from _servers_postgres import start_postgres
+
+        server = start_postgres()
+        try:
+            pg_texts = texts[: args.pg_messages]
+            run_backend("postgresql", next_url("postgresql"), pg_texts, queries, args)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""What a recall backend stores and hands back, shared by the SQLite and PostgreSQL ones.
+
+A backend is synchronous (the async index runs it in a worker thread); every method takes
+the ``Scope`` it acts for and every statement it sends names that scope's tenant and
+user, so no method can reach another user's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Protocol
+
+
+class Q(NamedTuple):
+    """One statement of a recall operation: ``run`` gives the row count, ``one`` a row or
+    None, ``all`` the rows, ``many`` runs it once per parameter row (SQLite only). The
+    PostgreSQL store's driver runs these as its own statements (same fields)."""
+
+    sql: str
+    params: Sequence[Any] | Iterable[Sequence[Any]]
+    fetch: Literal["run", "one", "all", "many"]
+
+    @classmethod
+    def run(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        return cls(sql, params, "run")
+
+    @classmethod
+    def one(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        return cls(sql, params, "one")
+
+    @classmethod
+    def all(cls, sql: str, params: Sequence[Any] = ()) -> Q:
+        return cls(sql, params, "all")
+
+    @classmethod
+    def many(cls, sql: str, rows: Iterable[Sequence[Any]]) -> Q:
+        return cls(sql, rows, "many")
+
+
+class Scope(NamedTuple):
+    """Whose items: a tenant (``''``: none) and a user."""
+
+    tenant: str
+    user_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One item to index: its text, its unit vector (float32 bytes) and where it is from."""
+
+    session_id: str
+    message_id: str
+    seq: int | None
+    kind: str
+    created_at: float
+    text: str
+    vec: bytes
+
+
+class Row(NamedTuple):
+    """One stored item, as a search returns it."""
+
+    rid: int
+    session_id: str
+    message_id: str
+    seq: int | None
+    kind: str
+    created_at: float
+    text: str
+
+
+class Backend(Protocol):
+    """The storage a ``RecallIndex`` drives (see the module docstring)."""
+
+    name: str
+    statements: int
+
+    def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """``{message_id: text}`` of these ids already indexed in the session."""
+        ...
+
+    def insert(self, scope: Scope, items: Sequence[Item], dim: int) -> int:
+        """Store new items, all or nothing; how many."""
+        ...
+
+    def lexical(
+        self, scope: Scope, terms: Sequence[str], n: int, kinds: Any, as_of: float | None
+    ) -> list[tuple[int, float]]:
+        """The ``n`` best ``(rid, score)`` by lexical relevance (higher is better)."""
+        ...
+
+    def vector(
+        self, scope: Scope, query: Any, n: int, kinds: Any, as_of: float | None
+    ) -> list[tuple[int, float]]:
+        """The ``n`` best ``(rid, cosine)`` for a unit float32 query vector."""
+        ...
+
+    def rows(self, scope: Scope, rids: Sequence[int]) -> dict[int, Row]:
+        """The stored items ``rids`` of the scope."""
+        ...
+
+    def delete(
+        self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None
+    ) -> int:
+        """Delete a session's items (some of them with ``message_ids``), or all the
+        user's with ``session_id=None``; how many."""
+        ...
+
+    def close(self) -> None: ...

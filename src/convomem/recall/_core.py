@@ -1,0 +1,228 @@
+"""The logic of ``RecallIndex``, sans I/O: validation, planning and fusion.
+
+``add_gen`` and ``search_gen`` are generators that yield two kinds of request, ``Embed``
+(vectors for some messages, through the index's ``EmbeddingCache``) and ``Db`` (a
+backend operation, itself a generator of statements, run in a read or a write call of
+the store's driver). The sync index performs them with ``_io.drive``, the async one with
+``_io.adrive``: only the I/O differs.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _check
+from ..errors import ConfigError, InvalidMessage, MessageConflict
+from ..model import Message
+from ..stores.records import check_name
+from ._backend import Item, Scope
+from .fusion import fuse, query_terms
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the item, where it is from and why it ranked.
+
+    ``score`` is the fused (reciprocal rank) score; ``lexical`` the item's BM25 score
+    (None: no query word matched) and ``similarity`` its cosine to the query (None: not
+    among the vector candidates).
+    """
+
+    message_id: str
+    session_id: str
+    score: float
+    text: str
+    kind: str
+    seq: int | None
+    created_at: float
+    lexical: float | None
+    similarity: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Embed:
+    """Request: the vectors of ``messages`` (one each, zero for a blank text)."""
+
+    messages: list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Db:
+    """Request: run ``op()`` (a generator of statements) in a read or write call."""
+
+    op: Callable[[], Generator[Any, Any, Any]]
+    write: bool
+
+
+Gen = Generator[Embed | Db, Any, Any]
+
+
+def scope_of(user_id: object, tenant: object) -> Scope:
+    uid = check_name("user_id", user_id)
+    ten = check_name("tenant", tenant, optional=True)
+    assert uid is not None
+    return Scope(ten or "", uid)
+
+
+def check_kinds(kinds: object) -> tuple[str, ...] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        return (check_name("kinds", kinds) or "",)
+    if not isinstance(kinds, Sequence | set | frozenset) or not kinds:
+        raise ConfigError(f"kinds={kinds!r}: must be None, a kind or a non-empty list of kinds")
+    return tuple(check_name("kinds", k) or "" for k in kinds)
+
+
+def check_as_of(as_of: object) -> float | None:
+    if as_of is None:
+        return None
+    return _check.number("as_of", as_of)
+
+
+def unit32(np: Any, vec: Any) -> Any:
+    """``vec`` as a unit float32 vector (the zero vector stays zero)."""
+    arr = np.asarray(vec, dtype=np.float64)
+    norm = float(np.sqrt(arr @ arr))
+    return (arr / norm if norm > 0.0 else arr).astype(np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A validated ``add``: the messages to consider, in order, and their facts."""
+
+    scope: Scope
+    session_id: str
+    messages: list[Message]
+    seqs: list[int | None]
+    kind: str | None
+
+
+def plan_add(
+    messages: object,
+    user_id: object,
+    session_id: object,
+    tenant: object,
+    seqs: object,
+    kind: object,
+) -> Planned:
+    """Check an ``add`` call's arguments (raises before anything is written)."""
+    scope = scope_of(user_id, tenant)
+    sid = check_name("session_id", session_id)
+    assert sid is not None
+    if isinstance(messages, Message) or not isinstance(messages, Sequence):
+        raise ConfigError(f"messages={messages!r}: must be a list of Message")
+    msgs = list(messages)
+    for i, m in enumerate(msgs):
+        if not isinstance(m, Message):
+            raise InvalidMessage(f"messages[{i}]", m, "must be a Message")
+    if seqs is None:
+        seq_list: list[int | None] = [None] * len(msgs)
+    else:
+        if not isinstance(seqs, Sequence) or len(seqs) != len(msgs):
+            raise ConfigError(f"seqs={seqs!r}: must be one seq per message ({len(msgs)})")
+        seq_list = [_check.integer("seqs", s, minimum=0) for s in seqs]
+    k = None if kind is None else check_name("kind", kind)
+    return Planned(scope, sid, msgs, seq_list, k)
+
+
+def add_gen(backend: Any, np: Any, plan: Planned, now: float) -> Gen:
+    """Index the planned messages not indexed yet; how many were added. A message whose
+    id is indexed with another text raises ``MessageConflict``; blank ones are skipped."""
+    fresh: dict[str, tuple[Message, int | None, str]] = {}
+    for m, seq in zip(plan.messages, plan.seqs, strict=True):
+        text = m.text()
+        if not text.strip():
+            continue
+        seen = fresh.get(m.id)
+        if seen is not None and seen[2] != text:
+            raise MessageConflict(plan.session_id, m.id, seq or 0, "given twice, other text")
+        fresh[m.id] = (m, seq, text)
+    if not fresh:
+        return 0
+    scope, sid = plan.scope, plan.session_id
+    ids = list(fresh)
+    known = yield Db(lambda: backend.known(scope, sid, ids), False)
+    for mid, text in known.items():
+        m, seq, new_text = fresh.pop(mid)
+        if text != new_text:
+            raise MessageConflict(sid, mid, seq or 0, "already indexed with another text")
+    if not fresh:
+        return 0
+    todo = list(fresh.values())
+    vectors = yield Embed([m for m, _, _ in todo])
+    items = []
+    dim = 0
+    for (m, seq, text), vec in zip(todo, vectors, strict=True):
+        unit = unit32(np, vec)
+        dim = unit.shape[0]
+        created = m.created_at if m.created_at is not None else now
+        kind = plan.kind or m.role
+        items.append(Item(sid, m.id, seq, kind, created, text, unit.tobytes()))
+    n = yield Db(lambda: backend.insert(scope, items, dim), True)
+    return int(n)
+
+
+def search_gen(
+    backend: Any,
+    np: Any,
+    query: object,
+    scope: Scope,
+    k: int,
+    kinds: tuple[str, ...] | None,
+    as_of: float | None,
+    candidates: int,
+    rrf_k: int,
+) -> Gen:
+    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``)."""
+    if not isinstance(query, str):
+        raise ConfigError(f"query={query!r}: must be a string")
+    terms = query_terms(query)
+    n = max(candidates, k)
+    qvec = None
+    if query.strip():
+        vectors = yield Embed([Message(role="user", content=query)])
+        qvec = unit32(np, vectors[0])
+        if not np.any(qvec):
+            qvec = None
+
+    def op() -> Generator[Any, Any, Any]:
+        lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
+        vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
+        fused = fuse(lexical, vector, rrf_k=rrf_k)
+        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:k]
+        rows = yield from backend.rows(scope, top)
+        return [(rows[rid], fused[rid]) for rid in top if rid in rows]
+
+    found = yield Db(op, False)
+    return [
+        Hit(
+            r.message_id,
+            r.session_id,
+            score,
+            r.text,
+            r.kind,
+            r.seq,
+            r.created_at,
+            lex,
+            None if cos is None else _clip(cos),
+        )
+        for r, (score, lex, cos) in found
+    ]
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(-1.0, float(x)))
+
+
+def finite_number(name: str, value: object) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r}: must be a number")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ConfigError(f"{name}={value!r}: must be finite")
+    return out

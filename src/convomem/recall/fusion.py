@@ -1,0 +1,77 @@
+"""Hybrid ranking: query terms, tie-aware ranks and reciprocal rank fusion.
+
+Every backend hands its lexical (BM25-like) and vector (cosine) candidates to
+``fuse``, so the final ranking is defined once, here, and is the same on every backend:
+``score(d) = sum over lists of 1 / (rrf_k + rank(d))``. Ranks are tie-aware (competition
+ranking, "1224"): items whose scores differ by less than the list's tolerance share a
+rank, so the order in which a database returns equal scores cannot change the result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Sequence
+from typing import Final, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+RRF_K: Final = 60
+"""The constant of reciprocal rank fusion (Cormack et al., 2009)."""
+
+LEXICAL_TOLERANCE: Final = 1e-9
+"""Relative tolerance under which two BM25 scores count as equal."""
+VECTOR_TOLERANCE: Final = 1e-6
+"""Absolute tolerance under which two cosines count as equal (float32 storage)."""
+
+_WORD = re.compile(r"[^\W_]+")
+MAX_TERMS: Final = 64
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct lowercase word tokens of ``text`` (letters and digits, as FTS5's
+    ``unicode61`` tokenizer splits them), in order, at most ``MAX_TERMS``."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        seen.setdefault(word, None)
+        if len(seen) >= MAX_TERMS:
+            break
+    return list(seen)
+
+
+def tie_ranks(scored: Sequence[tuple[K, float]], *, relative: bool, tol: float) -> dict[K, int]:
+    """Competition ranks (1 = best, higher score is better) of ``(key, score)`` pairs;
+    scores within ``tol`` (relative to the larger magnitude when ``relative``) tie."""
+    ordered = sorted(scored, key=lambda kv: -kv[1])
+    ranks: dict[K, int] = {}
+    lead = 0.0
+    rank = 0
+    for i, (key, score) in enumerate(ordered):
+        slack = tol * max(abs(lead), abs(score), 1e-300) if relative else tol
+        if i == 0 or lead - score > slack:
+            rank, lead = i + 1, score
+        ranks[key] = rank
+    return ranks
+
+
+def fuse(
+    lexical: Sequence[tuple[K, float]],
+    vector: Sequence[tuple[K, float]],
+    *,
+    rrf_k: int = RRF_K,
+) -> dict[K, tuple[float, float | None, float | None]]:
+    """Reciprocal rank fusion of a lexical and a vector candidate list (higher scores are
+    better in both): ``{key: (fused, lexical score or None, cosine or None)}``."""
+    lex = dict(lexical)
+    vec = dict(vector)
+    out: dict[K, tuple[float, float | None, float | None]] = {}
+    lranks = tie_ranks(lexical, relative=True, tol=LEXICAL_TOLERANCE)
+    vranks = tie_ranks(vector, relative=False, tol=VECTOR_TOLERANCE)
+    for key in {**lranks, **vranks}:
+        score = 0.0
+        lr, vr = lranks.get(key), vranks.get(key)
+        if lr is not None:
+            score += 1.0 / (rrf_k + lr)
+        if vr is not None:
+            score += 1.0 / (rrf_k + vr)
+        out[key] = (score, lex.get(key), vec.get(key))
+    return out

@@ -1,0 +1,222 @@
+"""``AsyncRecallIndex``: the async twin of ``RecallIndex`` over ``aopen_store``'s
+databases. The same sans-I/O logic (``_core``) is driven with ``_io.adrive``: async
+embedders are awaited, the store's async driver runs the statements (psycopg's async
+connections for PostgreSQL, the store's worker threads for SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import _check, _io
+from ..errors import ConfigError
+from ..model import Message
+from ..stores.database import AsyncStoreDatabase
+from ._core import (
+    Db,
+    Embed,
+    Hit,
+    Planned,
+    add_gen,
+    check_as_of,
+    check_kinds,
+    plan_add,
+    scope_of,
+    search_gen,
+)
+from .embedders import EmbedderLike
+from .fusion import RRF_K
+from .index import _backend, _check_delete, _check_url, _kind_of, _Options
+
+__all__ = ["AsyncRecallIndex"]
+
+
+def _async_runner(kind: str, db: Any) -> Callable[[Db], Any]:
+    if kind == "sqlite":
+        from ..stores._sqlite_calls import Call
+        from ._sqlite_recall import perform
+
+        async def run_sqlite(req: Db) -> Any:
+            def fn(tx: Any) -> Any:
+                return _io.drive(req.op(), lambda q: perform(tx.conn, q))
+
+            return await db._arun(Call(fn, req.write))
+
+        return run_sqlite
+    from ..stores._pg_calls import Call as PgCall
+    from ..stores._pg_ops import in_tx
+
+    async def run_pg(req: Db) -> Any:
+        return await db._arun(PgCall(lambda tx: in_tx(tx, req.op()) if req.write else req.op()))
+
+    return run_pg
+
+
+class AsyncRecallIndex:
+    """The async twin of ``RecallIndex`` (same options and semantics); ``db`` is an
+    ``AsyncStoreDatabase`` from ``aopen_store``, or use ``await AsyncRecallIndex.open(url)``.
+    Its tables are made on first use."""
+
+    def __init__(
+        self,
+        db: AsyncStoreDatabase,
+        *,
+        embedder: EmbedderLike | None = None,
+        candidates: int = 50,
+        rrf_k: int = RRF_K,
+        cache_size: int = 100_000,
+        batch_size: int = 256,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._opts = _Options(embedder, candidates, rrf_k, cache_size, batch_size, clock)
+        kind = _kind_of(db)
+        if not type(db).__name__.startswith("Async"):
+            raise ConfigError(f"db={db!r}: a sync database; use RecallIndex")
+        self.db = db
+        self._owned = False
+        self.backend = _backend(kind, self._opts.np, db)
+        self._run_db = _async_runner(kind, db)
+        self._ready = False
+        self._lock = _io.LoopLock()
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._errors: list[BaseException] = []
+
+    @classmethod
+    async def open(cls, url: str, **options: Any) -> AsyncRecallIndex:
+        """An index over the database ``url`` names, opened (and closed by ``aclose``)."""
+        from ..stores.opening import aopen_store
+
+        _check_url(url)
+        db = await aopen_store(url)
+        try:
+            index = cls(db, **options)
+        except BaseException:
+            await db.aclose()
+            raise
+        index._owned = True
+        return index
+
+    @property
+    def embedded(self) -> int:
+        """Texts embedded since the index was made (each distinct text once)."""
+        return self._opts.cache.embedded
+
+    async def _perform(self, req: Embed | Db) -> Any:
+        if isinstance(req, Embed):
+            return await self._opts.cache.avectors(req.messages)
+        if not self._ready:
+            async with self._lock.get():
+                if not self._ready:
+                    await self._run_db(Db(self.backend.migrate, True))
+                    self._ready = True
+        return await self._run_db(req)
+
+    async def add(
+        self,
+        messages: Sequence[Message],
+        *,
+        user_id: str,
+        session_id: str,
+        tenant: str | None = None,
+        seqs: Sequence[int] | None = None,
+        kind: str | None = None,
+    ) -> int:
+        """Index ``messages`` now; how many were new (see ``RecallIndex.add``)."""
+        plan = plan_add(messages, user_id, session_id, tenant, seqs, kind)
+        return int(await self._add(plan))
+
+    async def _add(self, plan: Planned) -> Any:
+        gen = add_gen(self.backend, self._opts.np, plan, self._opts.clock())
+        return await _io.adrive(gen, self._perform)
+
+    def submit(
+        self,
+        messages: Sequence[Message],
+        *,
+        user_id: str,
+        session_id: str,
+        tenant: str | None = None,
+        seqs: Sequence[int] | None = None,
+        kind: str | None = None,
+    ) -> None:
+        """``add`` in a background task of the running loop: returns at once (bad input
+        still raises here); ``await aflush()`` waits for everything submitted."""
+        plan = plan_add(messages, user_id, session_id, tenant, seqs, kind)
+        task = asyncio.get_running_loop().create_task(self._add(plan))
+        self._pending.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._errors.append(task.exception())  # type: ignore[arg-type]
+
+    async def aflush(self) -> None:
+        """Wait until every submitted message is indexed; raise the first failure since
+        the last flush."""
+        while self._pending:
+            await asyncio.wait(list(self._pending))
+        errors, self._errors = self._errors, []
+        if errors:
+            raise errors[0]
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        k: int = 10,
+        tenant: str | None = None,
+        kinds: Sequence[str] | str | None = None,
+        as_of: float | None = None,
+    ) -> list[Hit]:
+        """The ``k`` best items of ``user_id`` for ``query`` (see ``RecallIndex.search``)."""
+        scope = scope_of(user_id, tenant)
+        n = _check.positive_int("k", k)
+        gen = search_gen(
+            self.backend,
+            self._opts.np,
+            query,
+            scope,
+            n,
+            check_kinds(kinds),
+            check_as_of(as_of),
+            self._opts.candidates,
+            self._opts.rrf_k,
+        )
+        hits: list[Hit] = await _io.adrive(gen, self._perform)
+        return hits
+
+    async def delete(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        message_ids: Sequence[str] | None = None,
+        tenant: str | None = None,
+    ) -> int:
+        """Delete items (see ``RecallIndex.delete``); how many."""
+        scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
+        n: int = await self._perform(Db(lambda: self.backend.delete(scope, sid, ids), True))
+        return n
+
+    async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
+        """Delete every item of ``user_id`` in ``tenant``; how many."""
+        scope = scope_of(user_id, tenant)
+        n: int = await self._perform(Db(lambda: self.backend.delete(scope, None, None), True))
+        return n
+
+    async def aclose(self) -> None:
+        """Finish the submitted work; close the database if the index opened it."""
+        if self._pending:
+            await asyncio.wait(list(self._pending))
+        if self._owned:
+            await self.db.aclose()
+
+    async def __aenter__(self) -> AsyncRecallIndex:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

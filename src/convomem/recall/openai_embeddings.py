@@ -1,0 +1,153 @@
+"""``OpenAIEmbedder``: an OpenAI-compatible ``/embeddings`` client, with no dependency.
+
+Works with any server that speaks the OpenAI embeddings API (OpenAI, Azure-style
+gateways, vLLM, llama.cpp, Ollama, LiteLLM...). Texts go in batches of ``batch_size``
+per request; the request building and the response checking are shared by the sync
+(``embed_batch``) and async (``aembed_batch``) faces, which differ only in transport
+(``urllib`` on the calling thread, or in a worker thread). Rate limits (429), server
+errors (5xx), timeouts and dropped connections are a ``TransientError``, retried by
+``retry`` (a ``RetryPolicy``); any other failure is an ``EmbeddingError`` naming the
+status and the server's message. The API key is never shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from .. import _check
+from ..errors import ConfigError, EmbeddingError, TransientError
+from ..retry import RetryPolicy
+
+__all__ = ["OpenAIEmbedder"]
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible endpoint (see the module docstring).
+
+    ``model`` names the model; ``base_url`` the API root (default OpenAI's);
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` (None: no Authorization header, for
+    local servers); ``dimensions`` asks models that support it for shorter vectors.
+    """
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        batch_size: int = 256,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model={model!r}: must be a non-empty string")
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"base_url={base_url!r}: must be an http:// or https:// URL")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+        key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
+        if key is not None and not isinstance(key, str):
+            raise ConfigError("api_key: must be a string or None")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.dimensions = (
+            None if dimensions is None else _check.positive_int("dimensions", dimensions)
+        )
+        self.batch_size = _check.positive_int("batch_size", batch_size)
+        self.timeout = _check.number("timeout", timeout, minimum=0.0, low_open=True)
+        self.retry = RetryPolicy() if retry is None else retry
+        self._key = key or None
+        self.requests = 0
+        self.name = f"openai({model}, dimensions={self.dimensions})"
+
+    # -- shared: what is sent and what comes back -----------------------------------
+
+    def _request(self, texts: Sequence[str]) -> urllib.request.Request:
+        body: dict[str, Any] = {"model": self.model, "input": list(texts)}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return urllib.request.Request(
+            f"{self.base_url}/embeddings",
+            data=json.dumps(body).encode(),
+            headers=headers,
+            method="POST",
+        )
+
+    def _parse(self, raw: bytes, count: int) -> list[list[float]]:
+        try:
+            data = json.loads(raw)["data"]
+            rows = sorted(data, key=lambda d: d["index"])
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingError(
+                f"{self.base_url}/embeddings: not an embeddings response ({exc!r}): {raw[:200]!r}"
+            ) from None
+        if len(vectors) != count:
+            raise EmbeddingError(
+                f"{self.base_url}/embeddings: {len(vectors)} embeddings for {count} texts"
+            )
+        return vectors
+
+    def _post(self, texts: Sequence[str]) -> list[list[float]]:
+        """One request (no retry): the transport both faces use."""
+        self.requests += 1
+        where = f"{self.base_url}/embeddings"
+        try:
+            with urllib.request.urlopen(self._request(texts), timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode("utf-8", "replace")
+            if exc.code == 429 or exc.code >= 500:
+                raise TransientError(f"{where}: HTTP {exc.code}: {detail}") from None
+            raise EmbeddingError(f"{where}: HTTP {exc.code}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise TransientError(f"{where}: {exc}") from None
+        return self._parse(raw, len(texts))
+
+    def _batches(self, texts: Sequence[str]) -> list[list[str]]:
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise EmbeddingError(f"texts[{i}]={t!r}: must be a string")
+        size = self.batch_size
+        return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+
+    # -- the two faces ---------------------------------------------------------------
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        """The embeddings of ``texts``, in order (``batch_size`` texts a request)."""
+        out: list[list[float]] = []
+        for batch in self._batches(texts):
+            out += self.retry.call(self._post, batch)
+        return out
+
+    def embed(self, text: str) -> list[float]:
+        """The embedding of one text."""
+        return self.embed_batch([text])[0]
+
+    async def aembed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        """The async twin of ``embed_batch`` (each request in a worker thread)."""
+        out: list[list[float]] = []
+        for batch in self._batches(texts):
+
+            async def post(b: list[str] = batch) -> list[list[float]]:
+                return await asyncio.to_thread(self._post, b)
+
+            out += await self.retry.acall(post)
+        return out
+
+    async def aembed(self, text: str) -> list[float]:
+        """The async twin of ``embed``."""
+        return (await self.aembed_batch([text]))[0]
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"

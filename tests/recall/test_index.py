@@ -1,0 +1,240 @@
+"""RecallIndex on every recall backend (SQLite, PostgreSQL): scope, embedding once,
+the background queue, deletion and erasure, filters, bad input."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from convomem.errors import ConfigError, InvalidMessage, MessageConflict
+from convomem.model import Message
+from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.stores import open_store
+
+EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "12"))
+RECALL_BACKENDS = ["sqlite_memory", "postgresql"]
+
+
+@pytest.fixture(params=RECALL_BACKENDS)
+def fresh_url(request: pytest.FixtureRequest) -> Callable[[], str]:
+    url: Callable[[], str] = request.getfixturevalue(request.param).fresh_url
+    return url
+
+
+class CountingEmbedder:
+    """A HashingEmbedder that counts the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=64)
+        self.texts: list[str] = []
+
+    def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return self.inner.embed_batch(texts)
+
+
+@pytest.fixture
+def index(fresh_url: Callable[[], str]) -> Iterator[RecallIndex]:
+    idx = RecallIndex(fresh_url(), embedder=HashingEmbedder(dim=64))
+    yield idx
+    idx.close()
+
+
+def msg(text: str, mid: str | None = None, role: str = "user", at: float | None = None) -> Message:
+    return Message(mid, role, content=text, created_at=at)
+
+
+WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "paris", "train"]
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join)
+SCOPES = [("a", None), ("b", None), ("a", "t1"), ("b", "t1")]
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.lists(
+        st.tuples(
+            st.sampled_from(SCOPES),
+            st.sampled_from(["s1", "s2"]),
+            st.sampled_from(["m1", "m2", "m3"]),
+            texts,
+        ),
+        max_size=20,
+    ),
+    query=texts,
+    k=st.integers(1, 8),
+)
+def test_search_never_crosses_scopes(
+    fresh_url: Callable[[], str], data: list[Any], query: str, k: int
+) -> None:
+    """Colliding session ids, message ids and texts across users and tenants: each
+    scope finds exactly its own items, never another's, and up to k of them."""
+    owned: dict[tuple[str, str | None], dict[tuple[str, str], str]] = {s: {} for s in SCOPES}
+    for scope, sid, mid, text in data:
+        owned[scope].setdefault((sid, mid), text)
+    with RecallIndex(fresh_url(), embedder=HashingEmbedder(dim=32), candidates=100) as idx:
+        for (user, tenant), items in owned.items():
+            for (sid, mid), text in items.items():
+                idx.add([msg(text, mid)], user_id=user, session_id=sid, tenant=tenant)
+        for round_ in range(2):
+            for (user, tenant), items in owned.items():
+                hits = idx.search(query, user_id=user, tenant=tenant, k=k)
+                for h in hits:
+                    assert items.get((h.session_id, h.message_id)) == h.text
+                words = set(query.split())
+                lexical = {key for key, t in items.items() if set(t.split()) & words}
+                assert len(hits) >= min(k, len(lexical))
+            if round_ == 0:
+                idx.erase_user("a", tenant=None)
+                owned[("a", None)] = {}
+
+
+def test_each_text_is_embedded_once(fresh_url: Callable[[], str]) -> None:
+    db = open_store(fresh_url())
+    emb = CountingEmbedder()
+    with RecallIndex(db, embedder=emb) as idx:
+        batch = [msg("I am allergic to peanuts", "m1"), msg("my street is Oak", "m2")]
+        assert idx.add(batch, user_id="u", session_id="s") == 2
+        assert idx.add(batch, user_id="u", session_id="s") == 0
+        assert idx.add([msg("I am allergic to peanuts", "m3")], user_id="u", session_id="s") == 1
+        assert sorted(emb.texts) == ["I am allergic to peanuts", "my street is Oak"]
+        idx.search("peanuts", user_id="u")
+        idx.search("peanuts", user_id="u")
+        assert emb.texts.count("peanuts") == 1
+    emb2 = CountingEmbedder()
+    with RecallIndex(db, embedder=emb2) as again:  # a new process: nothing re-embedded
+        assert again.add(batch, user_id="u", session_id="s") == 0
+        assert emb2.texts == []
+        assert again.add([msg("", "m9"), msg("  ", "m8")], user_id="u", session_id="s") == 0
+    db.close()
+
+
+def test_submit_runs_in_the_background_and_flush_reports(index: RecallIndex) -> None:
+    for i in range(30):
+        index.submit([msg(f"note number {i} about trains", f"m{i}")], user_id="u", session_id="s")
+    index.flush()
+    assert len(index.search("trains", user_id="u", k=50)) == 30
+    index.submit([msg("other words", "m1")], user_id="u", session_id="s")
+    with pytest.raises(MessageConflict, match="m1"):
+        index.flush()
+    index.flush()  # reported once
+    with pytest.raises(ConfigError, match="user_id"):
+        index.submit([msg("x")], user_id="", session_id="s")
+
+
+def test_conflicts_and_bad_input_write_nothing(index: RecallIndex) -> None:
+    index.add([msg("first text", "m1")], user_id="u", session_id="s")
+    with pytest.raises(MessageConflict, match="m1"):
+        index.add([msg("new", "m2"), msg("other text", "m1")], user_id="u", session_id="s")
+    with pytest.raises(MessageConflict, match="m3"):
+        index.add([msg("a", "m3"), msg("b", "m3")], user_id="u", session_id="s")
+    with pytest.raises(InvalidMessage):
+        index.add([msg("fine", "m4"), "not a message"], user_id="u", session_id="s")  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="session_id"):
+        index.add([msg("fine", "m5")], user_id="u", session_id="")
+    with pytest.raises(ConfigError, match="seqs"):
+        index.add([msg("fine", "m5")], user_id="u", session_id="s", seqs=[1, 2])
+    with pytest.raises(ConfigError, match="k=0"):
+        index.search("x", user_id="u", k=0)
+    with pytest.raises(ConfigError, match="kinds"):
+        index.search("x", user_id="u", kinds=[])
+    with pytest.raises(ConfigError, match="delete"):
+        index.delete(user_id="u")
+    assert [h.message_id for h in index.search("new fine text", user_id="u")] == ["m1"]
+
+
+def test_filters_seqs_and_delete(index: RecallIndex) -> None:
+    index.add(
+        [msg("the invoice total", "m1", at=100.0), msg("the invoice is paid", "m2", at=200.0)],
+        user_id="u",
+        session_id="s1",
+        seqs=[1, 2],
+    )
+    summary = msg("invoice summary", "x1", at=150.0)
+    index.add([summary], user_id="u", session_id="s1", kind="summary")
+    index.add([msg("invoice in paris", "m1", "assistant", 300.0)], user_id="u", session_id="s2")
+    hits = index.search("invoice", user_id="u")
+    assert {(h.session_id, h.message_id) for h in hits} == {
+        ("s1", "m1"),
+        ("s1", "m2"),
+        ("s1", "x1"),
+        ("s2", "m1"),
+    }
+    assert {h.message_id: h.seq for h in hits if h.session_id == "s1"} == {
+        "m1": 1,
+        "m2": 2,
+        "x1": None,
+    }
+    assert [h.message_id for h in index.search("invoice", user_id="u", kinds="summary")] == ["x1"]
+    assert {h.kind for h in index.search("invoice", user_id="u", kinds=["user", "assistant"])} == {
+        "user",
+        "assistant",
+    }
+    assert {h.created_at for h in index.search("invoice", user_id="u", as_of=150.0)} == {
+        100.0,
+        150.0,
+    }
+    assert index.delete(user_id="u", session_id="s1", message_ids=["m1", "zz"]) == 1
+    assert index.delete(user_id="u", message_ids=["m1"]) == 1  # s2's m1
+    assert index.delete(user_id="other", session_id="s1") == 0
+    assert {h.message_id for h in index.search("invoice", user_id="u")} == {"m2", "x1"}
+    assert index.delete(user_id="u", session_id="s1") == 2
+    assert index.search("invoice", user_id="u") == []
+
+
+def test_the_store_erasing_a_user_erases_the_vectors(fresh_url: Callable[[], str]) -> None:
+    db = open_store(fresh_url())
+    try:
+        idx = RecallIndex(db)
+        for user in ("u1", "u2"):
+            db.session(f"{user}-s", user_id=user).add_items([msg("hello")])
+            idx.add([msg("peanut allergy", "m1")], user_id=user, session_id=f"{user}-s")
+        assert db.erase_user("u1") == 1
+        assert idx.search("peanut", user_id="u1") == []
+        assert len(idx.search("peanut", user_id="u2")) == 1
+        assert db.delete_session("u2-s", user_id="u2")
+        assert idx.search("peanut", user_id="u2") == []
+        idx.close()
+    finally:
+        db.close()
+
+
+def test_the_query_finds_paraphrases_by_vector_and_words_by_bm25(index: RecallIndex) -> None:
+    index.add(
+        [
+            msg("I am allergic to peanuts", "m1"),
+            msg("the invoice total was 45 dollars", "m2"),
+            msg("we took the train to Paris", "m3"),
+        ],
+        user_id="u",
+        session_id="s",
+    )
+    top = index.search("peanut allergy", user_id="u", k=1)[0]  # no word in common
+    assert top.message_id == "m1" and top.lexical is None and top.similarity
+    top = index.search("Paris", user_id="u", k=1)[0]
+    assert top.message_id == "m3" and top.lexical is not None
+
+
+def test_redis_is_not_a_recall_backend() -> None:
+    with pytest.raises(ConfigError, match=r"sqlite.*postgresql"):
+        RecallIndex("redis://127.0.0.1:1/0")
+    with pytest.raises(ConfigError, match="embedder"):
+        RecallIndex("sqlite://", embedder=42)  # type: ignore[arg-type]
+
+
+def test_another_embedder_dimension_is_refused(fresh_url: Callable[[], str]) -> None:
+    db = open_store(fresh_url())
+    try:
+        RecallIndex(db, embedder=HashingEmbedder(dim=16)).add(
+            [msg("one", "m1")], user_id="u", session_id="s"
+        )
+        other = RecallIndex(db, embedder=HashingEmbedder(dim=32))
+        with pytest.raises(ConfigError, match="16"):
+            other.add([msg("two", "m2")], user_id="u", session_id="s")
+        assert [h.message_id for h in other.search("one two", user_id="u")] == ["m1"]
+    finally:
+        db.close()

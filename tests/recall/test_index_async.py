@@ -1,0 +1,87 @@
+"""AsyncRecallIndex: the same answers as the sync index, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from convomem.errors import ConfigError, MessageConflict
+from convomem.model import Message
+from convomem.recall import AsyncRecallIndex, HashingEmbedder, RecallIndex
+from convomem.stores import aopen_store, open_store
+
+RECALL_BACKENDS = ["sqlite_memory", "postgresql"]
+
+
+@pytest.fixture(params=RECALL_BACKENDS)
+def fresh_url(request: pytest.FixtureRequest) -> Callable[[], str]:
+    url: Callable[[], str] = request.getfixturevalue(request.param).fresh_url
+    return url
+
+
+class AsyncCounting:
+    """An async-only embedder that counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=64)
+        self.texts: list[str] = []
+
+    async def aembed_batch(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return self.inner.embed_batch(texts)
+
+
+TEXTS = [
+    "I am allergic to peanuts",
+    "my address is 12 Oak street",
+    "the invoice total was 45 dollars",
+    "we took the train to Paris",
+    "my favourite colour is blue",
+]
+
+
+async def test_async_twin_answers_like_the_sync_index(fresh_url: Callable[[], str]) -> None:
+    msgs = [Message(f"m{i}", "user", content=t, created_at=float(i)) for i, t in enumerate(TEXTS)]
+    emb = AsyncCounting()
+    adb = await aopen_store(fresh_url())
+    try:
+        aidx = AsyncRecallIndex(adb, embedder=emb)
+        assert await aidx.add(msgs[:3], user_id="u", session_id="s") == 3
+        aidx.submit(msgs, user_id="u", session_id="s")
+        aidx.submit(msgs[:1], user_id="v", session_id="s")
+        await aidx.aflush()
+        assert sorted(emb.texts) == sorted(TEXTS)  # each text once, across users too
+        got = await aidx.search("peanut allergy Paris", user_id="u", k=3)
+        aidx.submit([Message("m0", "user", content="changed")], user_id="u", session_id="s")
+        with pytest.raises(MessageConflict):
+            await aidx.aflush()
+        assert await aidx.delete(user_id="u", message_ids=["m4"]) == 1
+        assert await aidx.erase_user("v") == 1
+        assert await aidx.search("peanuts", user_id="v") == []
+        await aidx.aclose()
+    finally:
+        await adb.aclose()
+    db = open_store(fresh_url())
+    try:
+        with RecallIndex(db, embedder=HashingEmbedder(dim=64)) as idx:
+            idx.add(msgs, user_id="u", session_id="s")
+            want = idx.search("peanut allergy Paris", user_id="u", k=3)
+    finally:
+        db.close()
+    assert [(h.message_id, h.score, h.lexical is None) for h in got] == [
+        (h.message_id, h.score, h.lexical is None) for h in want
+    ]
+
+
+async def test_open_from_a_url_and_refuse_the_wrong_twin(fresh_url: Callable[[], str]) -> None:
+    url = fresh_url()
+    async with await AsyncRecallIndex.open(url) as aidx:
+        await aidx.add([Message("m1", "user", content="blue sky")], user_id="u", session_id="s")
+        assert [h.message_id for h in await aidx.search("sky", user_id="u")] == ["m1"]
+    sync_db = open_store("sqlite://")
+    with pytest.raises(ConfigError, match="RecallIndex"):
+        AsyncRecallIndex(sync_db)  # type: ignore[arg-type]
+    sync_db.close()
+    with pytest.raises(ConfigError, match="redis"):
+        await AsyncRecallIndex.open("redis://127.0.0.1:1/0")
