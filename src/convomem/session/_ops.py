@@ -55,7 +55,15 @@ class StoreOp:
         return result
 
 
-Gen: TypeAlias = Generator[StoreOp | FoldOp | CompressOp, Any, T]
+@dataclass(frozen=True, slots=True)
+class PauseOp:
+    """A pause before retrying an append that lost a race: writers that keep colliding
+    on one session spread out instead of all re-reading and colliding again."""
+
+    seconds: float
+
+
+Gen: TypeAlias = Generator[StoreOp | FoldOp | CompressOp | PauseOp, Any, T]
 
 
 def check_store(store: object) -> bool:

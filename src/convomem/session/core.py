@@ -9,7 +9,9 @@ the sync and async twins of ``ConversationMemory`` differ.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,7 +22,7 @@ from ..model import COMPRESSED_KEY, Message, is_derived_id
 from ..stores import AsyncStore, Store, check_limit
 from ..summaries import RunningSummary, SummarizerLike
 from ..tokens import Tokenizer
-from ._ops import Gen, StoreOp, compressed_message, render_context
+from ._ops import Gen, PauseOp, StoreOp, compressed_message, render_context
 from .durable import Durable
 from .view import CompressOp, FoldOp, SessionView, View
 
@@ -271,7 +273,10 @@ class SessionCore(Durable):
 
     # -- drivers -----------------------------------------------------------------------
 
-    def _perform(self, step: StoreOp | FoldOp | CompressOp) -> Any:
+    def _perform(self, step: StoreOp | FoldOp | CompressOp | PauseOp) -> Any:
+        if isinstance(step, PauseOp):
+            time.sleep(step.seconds)
+            return None
         if isinstance(step, StoreOp):
             if self._store_async:
                 raise ConfigError(
@@ -284,7 +289,10 @@ class SessionCore(Durable):
         s = self._rs.compress([step.message], summarizer=self._compressor)
         return compressed_message(step.message, s, self._tok)
 
-    async def _aperform(self, step: StoreOp | FoldOp | CompressOp) -> Any:
+    async def _aperform(self, step: StoreOp | FoldOp | CompressOp | PauseOp) -> Any:
+        if isinstance(step, PauseOp):
+            await asyncio.sleep(step.seconds)
+            return None
         if isinstance(step, StoreOp):
             r = await maybe_await(getattr(self._store, step.method)(*step.args, **step.kwargs))
             return step.checked(r)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -44,7 +45,7 @@ from ..stores import AsyncStore, Store
 from ..stores.database import AsyncSessionStore, LogEntry, SessionStore
 from ..summaries import RunningSummary
 from ..tokens import Tokenizer
-from ._ops import Gen, StoreOp
+from ._ops import Gen, PauseOp, StoreOp
 from .persist import FORMAT, VERSION, Stale, dump_view, load_view, view_cut
 from .view import SessionView
 
@@ -52,6 +53,12 @@ MAX_RACES: Final = 64
 """Lost races (``ConcurrentUpdate``) one operation survives before it gives up."""
 PAGE: Final = 1000
 """Rows per page when a resume reads the log."""
+
+
+def race_pause(lost: int) -> PauseOp:
+    """The pause after the ``lost``-th race in a row: full jitter over a window that
+    doubles from 2 ms up to 250 ms (AWS's "exponential backoff and jitter")."""
+    return PauseOp(random.uniform(0.0, min(0.002 * 2**lost, 0.25)))
 
 
 def _text(value: Any) -> str:
@@ -296,7 +303,7 @@ class Durable:
             )
         skip = 0  # fresh ids tried for a derived id the log already holds
         lost: ConcurrentUpdate | None = None
-        for _ in range(MAX_RACES):
+        for race in range(MAX_RACES):
             yield from self._dload_gen_if_needed()
             given = message
             hit = self._logged.get(given.id)
@@ -333,6 +340,7 @@ class Durable:
             except ConcurrentUpdate as exc:
                 self._loaded = False
                 lost = exc
+                yield race_pause(race + 1)
                 continue
             except BaseException:
                 self._loaded = False
