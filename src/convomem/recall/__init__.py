@@ -3,6 +3,7 @@
 from .cache import (
     EmbeddingCache,
 )
+from .drift import DriftAction, DriftDetector, DriftResult
 from .embedders import (
     COSINE_TOLERANCE,
     AsyncEmbedder,
@@ -21,6 +22,9 @@ __all__ = [
     "COSINE_TOLERANCE",
     "AsyncEmbedder",
     "Backend",
+    "DriftAction",
+    "DriftDetector",
+    "DriftResult",
     "Embedder",
     "EmbedderLike",
     "EmbeddingCache",
