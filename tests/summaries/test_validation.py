@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convomem.errors import InvalidMessage
+from convomem.errors import ConfigError, InvalidMessage
 from convomem.model import Message
-from convomem.summaries import Summary, transcript
-from convomem.summaries.validation import validate_summary
+from convomem.summaries import RunningSummary, Summary, transcript
+from convomem.summaries.validation import SummaryValidation, validate_summary
 
 EXAMPLES = int(os.environ.get("CONVOMEM_HYPOTHESIS_EXAMPLES", "40"))
 
@@ -131,3 +132,93 @@ def test_inputs_summary_forms_and_errors() -> None:
         validate_summary(msgs, 42)  # type: ignore[arg-type]
     with pytest.raises(InvalidMessage, match=r"messages\[1\]"):
         validate_summary([msgs[0], "x"], "s")  # type: ignore[list-item]
+
+
+# -- RunningSummary(validate=..., min_score=...) -------------------------------------------
+
+SOURCE = [
+    Message("u1", "user", content="Hi, my order number is 1182 and I paid $45.20."),
+    Message("a1", "assistant", content="Thanks, order 1182 is on its way."),
+]
+
+
+def _fixed(text: str) -> object:
+    def summarize(messages: object, previous: object = None) -> str:
+        return text
+
+    return summarize
+
+
+def test_a_fold_below_min_score_uses_the_fallback() -> None:
+    rs = RunningSummary(_fixed("The user asked about order 9999."), validate=True)
+    summary = rs.fold(SOURCE)
+    assert summary is not None and summary.degraded
+    assert "9999" not in summary.text and rs.segments[0].degraded
+    assert (rs.stats.validations, rs.stats.rejections, rs.stats.fallbacks) == (1, 1, 1)
+    assert rs.last_validation is not None and rs.last_validation.contradicted
+    assert rs.last_validation.score < rs.min_score
+
+
+def test_a_faithful_fold_passes_and_the_ledger_counts_as_kept() -> None:
+    rs = RunningSummary(_fixed("The user asked about a delivery."), validate=True)
+    summary = rs.fold(SOURCE)  # the facts ledger carries order 1182 and $45.20 verbatim
+    assert summary is not None and not summary.degraded
+    assert (rs.stats.validations, rs.stats.rejections) == (1, 0)
+    strict = RunningSummary(_fixed("The user asked about a delivery."), validate=True, facts=False)
+    assert strict.fold(SOURCE).degraded  # type: ignore[union-attr]
+    assert strict.stats.rejections == 1
+
+
+def test_without_a_fallback_the_primary_is_kept_and_counted() -> None:
+    rs = RunningSummary(_fixed("Order 9999."), validate=True, fallback=False)
+    summary = rs.fold(SOURCE)
+    assert summary is not None and "9999" in summary.text and not summary.degraded
+    assert rs.stats.rejections == 1
+
+
+def test_any_validator_sync_or_async_and_a_failing_one_does_not_reject() -> None:
+    calls: list[str] = []
+
+    def score_10(messages: object, text: str) -> int:
+        calls.append(text)
+        return 10
+
+    rs = RunningSummary(_fixed("x"), validate=score_10, min_score=50)
+    assert rs.fold(SOURCE).degraded and len(calls) == 1  # type: ignore[union-attr]
+
+    async def ok(messages: object, text: str) -> SummaryValidation:
+        return SummaryValidation(90, judge="async")
+
+    rs2 = RunningSummary(_fixed("x"), validate=ok, min_score=50)
+    assert not asyncio.run(rs2.afold(SOURCE)).degraded  # type: ignore[union-attr]
+    assert rs2.last_validation is not None and rs2.last_validation.judge == "async"
+
+    def broken(messages: object, text: str) -> int:
+        raise RuntimeError("judge down")
+
+    rs3 = RunningSummary(_fixed("x"), validate=broken)
+    assert not rs3.fold(SOURCE).degraded  # type: ignore[union-attr]
+    assert (rs3.stats.validation_errors, rs3.stats.rejections) == (1, 0)
+
+
+def test_background_fold_keeps_the_fallback_when_the_primary_is_rejected() -> None:
+    async def run() -> RunningSummary:
+        rs = RunningSummary(_fixed("Order 9999."), validate=True)
+        await rs.afold(SOURCE, background=True)
+        await rs.wait()
+        return rs
+
+    rs = asyncio.run(run())
+    assert rs.segments[0].degraded and "9999" not in rs.segments[0].text
+    assert rs.stats.rejections == 1 and rs.stats.background_failures == 1
+
+
+def test_validate_options_are_checked() -> None:
+    with pytest.raises(ConfigError, match="validate=42"):
+        RunningSummary(validate=42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="min_score=101"):
+        RunningSummary(validate=True, min_score=101)
+    rs = RunningSummary(_fixed("x"), validate=lambda m, t: "good")
+    rs.fold(SOURCE)  # a malformed answer is a failed validation, not a rejection
+    assert rs.stats.validation_errors == 1
+    assert "expected a SummaryValidation" in str(rs.last_error)

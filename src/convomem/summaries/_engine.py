@@ -21,12 +21,14 @@ from ..errors import AsyncSummarizerError, SummarizerError
 from ..model import Message
 from ..retry import RetryPolicy
 from ..tokens import Tokenizer
-from ._fact import Fact
+from ._fact import Fact, render_facts
+from ._validator import Validator
 from .adapter import SummarizerAdapter
 from .extraction import extract_message
 from .ledger import FactLedger
 from .stats import SummaryStats
 from .summary import SEGMENT_KEY, Summary, clip_to_tokens, render_summary, transcript
+from .validation import SummaryValidation
 
 T = TypeVar("T")
 
@@ -50,7 +52,13 @@ class _Sleep:
     seconds: float
 
 
-_Step: TypeAlias = _Call | _Sleep
+@dataclass(frozen=True, slots=True)
+class _Validate:
+    messages: list[Message]
+    text: str
+
+
+_Step: TypeAlias = _Call | _Sleep | _Validate
 _Gen: TypeAlias = Generator[_Step, Any, T]
 
 
@@ -68,6 +76,9 @@ class _Engine:
     _facts_budget: int
     _primary: SummarizerAdapter
     _fallback: SummarizerAdapter | None
+    _validator: Validator | None
+    min_score: float
+    last_validation: SummaryValidation | None
     _ledger: FactLedger
     _segments: tuple[_Seg, ...]
     _covered: dict[str, None]
@@ -151,9 +162,12 @@ class _Engine:
         primary: bool = True,
         fallback: bool = True,
         primary_adapter: SummarizerAdapter | None = None,
+        carried: str = "",
     ) -> _Gen[tuple[str, bool, str]]:
         """The primary under the retry policy, then the fallback; SummarizerError if all
-        fail. Returns ``(text, made by the fallback, summarizer name)``."""
+        fail. Returns ``(text, made by the fallback, summarizer name)``. With a validator,
+        the primary's text must score ``min_score`` (``carried``: the facts rendered
+        beside it, credited to it), else the fallback's is used."""
         errors: list[BaseException] = []
         first = self._primary if primary_adapter is None else primary_adapter
         if primary:
@@ -161,16 +175,27 @@ class _Engine:
             while True:
                 try:
                     text = yield _Call(first, messages, previous)
-                    return text, False, first.name
                 except AsyncSummarizerError:
                     raise
                 except Exception as exc:
                     errors.append(exc)
                     decision = attempts.failed(exc)
+                    text = None
+                if text is None:
                     if not decision.retry:
                         break
-                self._stats.retries += 1
-                yield _Sleep(decision.delay)
+                    self._stats.retries += 1
+                    yield _Sleep(decision.delay)
+                    continue
+                rejected = yield from self._validate_gen(messages, previous, text, carried)
+                if rejected is None:
+                    return text, False, first.name
+                if not fallback or self._fallback is None:
+                    if fallback:  # no fallback configured: the primary's text is all we have
+                        return text, False, first.name
+                    raise SummarizerError(f"{first.name}: {rejected}", errors=())
+                errors.append(SummarizerError(rejected))
+                break
         if fallback and self._fallback is not None:
             try:
                 text = yield _Call(self._fallback, messages, previous, fallback=True)
@@ -188,6 +213,35 @@ class _Engine:
             f"summarization failed ({' and '.join(who) or 'no summarizer'}; "
             f"{len(errors)} attempts): {last!r}",
             errors=tuple(errors),
+        )
+
+    def _validate_gen(
+        self, messages: list[Message], previous: Summary | None, text: str, carried: str
+    ) -> _Gen[str | None]:
+        """None if ``text`` passes the validator (or there is none), else the reason.
+        A validator that fails is counted and does not reject the text."""
+        if self._validator is None:
+            return None
+        source = list(messages)
+        if previous is not None and previous.text:
+            source.insert(0, Message("previous_summary", "system", content=previous.text))
+        shown = f"{text}\n\n{carried}" if carried else text
+        try:
+            result: SummaryValidation = yield _Validate(source, shown)
+        except AsyncSummarizerError:
+            raise
+        except Exception as exc:
+            self._stats.validation_errors += 1
+            self.last_error = exc
+            return None
+        self._stats.validations += 1
+        self.last_validation = result
+        if result.score >= self.min_score:
+            return None
+        self._stats.rejections += 1
+        why = "; ".join(result.reasons[:3])
+        return f"summary rejected: score {result.score} < min_score={self.min_score}" + (
+            f" ({why})" if why else ""
         )
 
     def _over(self, segments: tuple[_Seg, ...], block: str) -> bool:
@@ -261,7 +315,10 @@ class _Engine:
             return self._current, None, []
         # Facts first: the extractive summarizer then finds each text already scanned.
         found = self._facts_of(new, given) if self.facts else []
-        text, degraded, name = yield from self._summarize_gen(new, None, primary=not background)
+        carried = render_facts(found) if found and self._validator is not None else ""
+        text, degraded, name = yield from self._summarize_gen(
+            new, None, primary=not background, carried=carried
+        )
         seg = self._make_seg(text, new[0].id, new[-1].id, len(new), name, degraded)
         while True:
             version = self._version

@@ -28,6 +28,7 @@ from ..tokens import PER_MESSAGE_TOKENS, Tokenizer, get_tokenizer
 from . import state as _state
 from ._drivers import _Driven
 from ._fact import Fact
+from ._validator import ValidationLike, Validator
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
 from .extractive import ExtractiveSummarizer
 from .ledger import FactLedger
@@ -59,6 +60,14 @@ class RunningSummary(_Driven):
     the summary is marked ``degraded``; if the fallback fails too the fold raises
     ``SummarizerError`` and the RunningSummary is exactly as before (``stats`` still
     counts the attempts). ``afold`` is the async twin (same logic; only I/O differs).
+
+    Validation (``validate=True`` for the offline ``validate_summary``, or any
+    ``(messages, summary_text) -> SummaryValidation | score`` such as an
+    ``LLMSummaryJudge``): each primary summary is checked against the messages it stands
+    for (the facts the ledger carries beside it count as kept); below ``min_score`` it is
+    rejected and the fallback's summary is used (``degraded``); without a fallback the
+    primary's is kept. ``stats`` counts ``validations`` and ``rejections``;
+    ``last_validation`` holds the last result. A failing validator does not reject.
 
     Background (``afold(background=True)``): the fold commits the fallback's segment at
     once (degraded) and a task asks the primary for that segment, once; its text
@@ -92,6 +101,8 @@ class RunningSummary(_Driven):
         max_segments: int = 4,
         max_facts: int = 10_000,
         header: str = SUMMARY_HEADER,
+        validate: ValidationLike | bool | None = None,
+        min_score: float = 60,
     ) -> None:
         tok = get_tokenizer(tokenizer)
         if not isinstance(header, str):
@@ -139,6 +150,10 @@ class RunningSummary(_Driven):
             self._fallback = as_summarizer(ExtractiveSummarizer(default_size, tok))
         else:
             self._fallback = as_summarizer(fallback)
+        self._validator = None if validate in (None, False) else Validator(validate)
+        self.min_score = _check.number("min_score", min_score, minimum=0.0, maximum=100.0)
+        self.last_validation = None
+        """The last ``SummaryValidation`` of a primary summary (None before any)."""
         self._sleep = sleep
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
         self._segments = ()

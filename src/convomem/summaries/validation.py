@@ -212,8 +212,11 @@ def validate_summary(
             candidates.append(_WORD.findall(part.casefold()))
     # what the summary says for each key, from its own facts and "my X is Y" statements
     said: dict[tuple[str, str], list[str]] = {}
-    for f in extract_facts(text, preferences=False):
-        k = _key(f)
+    own = extract_facts(text, preferences=False)
+    hay_facts = {_norm(f.value) for f in own}  # kept as the extractor reads them too
+    for f in own:
+        # a label at the end of one line and a value on the next are not one fact
+        k = _key(f) if "\n" not in f.value else None
         if k is not None:
             said.setdefault(k, []).append(_value(f))
     for k2, v in _kv_pairs(text):
@@ -238,6 +241,7 @@ def validate_summary(
     contradicted: list[Issue] = []
     total = lost = 0.0
     seen: set[tuple[str, str]] = set()
+    reported: set[tuple[str, str]] = set()
     for f in facts:
         if f.key in seen:
             continue
@@ -251,7 +255,7 @@ def validate_summary(
             if issue is None and not _contains(hay, _norm(f.value)):  # verbatim is kept
                 issue = _check_preference(f, candidates)
         else:
-            issue = _check_atomic(f, hay, said, known)
+            issue = _check_atomic(f, hay, hay_facts, said, known, reported)
         if issue is None:
             continue
         if issue.problem == "contradicted":
@@ -273,16 +277,18 @@ def validate_summary(
 def _check_atomic(
     f: Fact,
     hay: str,
+    hay_facts: set[str],
     said: dict[tuple[str, str], list[str]],
     known: dict[tuple[str, str], set[str]],
+    reported: set[tuple[str, str]],
 ) -> Issue | None:
-    value = _norm(f.value)
-    if _contains(hay, value):
-        return None
+    """A contradiction when the summary gives this fact's key a value the source never
+    gave it (once per key), else a drop when the value is missing."""
     k = _key(f)
-    if k is not None and k in said:
+    if k is not None and k in said and k not in reported:
         other = [v for v in said[k] if v not in known.get(k, set())]
         if other:
+            reported.add(k)
             return Issue(
                 "contradicted",
                 f.value,
@@ -292,6 +298,9 @@ def _check_atomic(
                 f.kind,
                 f.source_id,
             )
+    value = _norm(f.value)
+    if value in hay_facts or _contains(hay, value):
+        return None
     if k is not None and _contains(hay, _value(f)):
         return None  # "ticket #A-17" kept as "A-17"
     return Issue(
