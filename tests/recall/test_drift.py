@@ -210,3 +210,35 @@ def test_bad_options_and_vectors_are_named() -> None:
         d.check("z")
     with pytest.raises(EmbeddingError, match="messages\\[0\\]"):
         d.check(3)  # type: ignore[arg-type]
+
+
+@settings(max_examples=EXAMPLES // 2 + 1, deadline=None)
+@given(
+    st.lists(st.one_of(sentence.map(_a), sentence.map(_b), st.just("")), max_size=10),
+    st.integers(0, 10),
+    st.sampled_from(["ema", "window"]),
+)
+def test_state_resumes_exactly(texts: list[str], cut: int, mode: str) -> None:
+    import json
+
+    a = DriftDetector(WORDS, centroid=mode, window=3)  # type: ignore[arg-type]
+    a.check_many(texts[:cut])
+    b = DriftDetector(WORDS, centroid=mode, window=3)  # type: ignore[arg-type]
+    b.load_state(json.loads(json.dumps(a.state())))
+    assert b.check_many(texts[cut:]) == a.check_many(texts[cut:])
+    assert b.stats() == a.stats()
+
+
+def test_bad_state_is_named_and_changes_nothing() -> None:
+    d = DriftDetector(WORDS)
+    d.check(_a([1]))
+    before = d.state()
+    with pytest.raises(ConfigError, match="not a DriftDetector state"):
+        d.load_state({"format": "x"})
+    with pytest.raises(ConfigError, match="'window'"):
+        DriftDetector(WORDS, window=2).load_state(before)
+    with pytest.raises(ConfigError, match="'topic'"):
+        d.load_state({**before, "topic": "nope"})
+    with pytest.raises(ConfigError, match="different lengths"):
+        d.load_state({**before, "ema": [1.0]})
+    assert d.state() == before

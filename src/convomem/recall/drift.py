@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal, TypeAlias
 
@@ -66,6 +66,23 @@ class DriftResult:
 
 
 _ON_TOPIC: Final = (1.0, 1.0)
+_FORMAT: Final = "convomem.drift_detector/1"
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _vector_or_none(value: Any, where: str) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"state[{where!r}]={_short(value)}: must be a list of numbers or None")
+    try:
+        return tuple(_as_vector(value))
+    except ValueError as exc:
+        raise ConfigError(f"state[{where!r}]: {exc}") from None
 
 
 def _unit(raw: Any, where: str) -> tuple[float, ...] | None:
@@ -290,6 +307,71 @@ class DriftDetector:
         """The seed's interface: ``check`` as a dict (``drifted``, ``similarity``,
         ``suggestion`` and the rest of ``DriftResult``)."""
         return self.check(current_message).as_dict()
+
+    # -- persistence -------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """The references and counters as plain JSON data (the embedder is code: pass it
+        again); ``load_state`` resumes measuring exactly where this left off."""
+        return {
+            "format": _FORMAT,
+            "centroid_mode": self.centroid_mode,
+            "alpha": self.alpha,
+            "window": self.window,
+            "topic": None if self._topic is None else list(self._topic),
+            "ema": self._centroid,
+            "recent": [list(v) for v in self._recent],
+            "count": self._count,
+            "checks": self.checks,
+            "drifts": self.drifts,
+            "embedded": self.embedded,
+            "last": None if self.last is None else self.last.as_dict(),
+        }
+
+    def load_state(self, data: Mapping[str, Any]) -> None:
+        """Replace the references and counters with ``state()`` data of a detector with
+        the same ``centroid``, ``alpha`` and ``window``. Bad data raises ``ConfigError``
+        naming the field; nothing changes."""
+        if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
+            raise ConfigError(f"state={_short(data)}: not a DriftDetector state")
+        for key in ("centroid_mode", "alpha", "window"):
+            if data.get(key) != getattr(self, key):
+                raise ConfigError(
+                    f"state[{key!r}]={data.get(key)!r}: this detector has {getattr(self, key)!r}"
+                )
+        topic = _vector_or_none(data.get("topic"), "topic")
+        ema = _vector_or_none(data.get("ema"), "ema")
+        recent_raw = data.get("recent")
+        if not isinstance(recent_raw, list) or len(recent_raw) > self.window:
+            raise ConfigError(
+                f"state['recent']={_short(recent_raw)}: at most {self.window} vectors"
+            )
+        recent = [_vector_or_none(v, f"recent[{i}]") for i, v in enumerate(recent_raw)]
+        counts = {}
+        for key in ("count", "checks", "drifts", "embedded"):
+            counts[key] = _check.non_negative_int(f"state[{key!r}]", data.get(key))
+        last_raw = data.get("last")
+        try:
+            last = None if last_raw is None else DriftResult(**last_raw)
+        except TypeError:
+            raise ConfigError(f"state['last']={_short(last_raw)}: not a DriftResult") from None
+        dims = {len(v) for v in (topic, ema, *recent) if v is not None}
+        if (
+            len(dims) > 1
+            or any(v is None for v in recent)
+            or (topic is None) != (counts["count"] == 0)
+        ):
+            raise ConfigError(f"state={_short(data)}: vectors of different lengths or missing")
+        self._topic = topic
+        self._centroid = None if ema is None else list(ema)
+        self._recent = deque((v for v in recent if v is not None), maxlen=self.window)
+        self._count = counts["count"]
+        self.last = last
+        self.checks, self.drifts, self.embedded = (
+            counts["checks"],
+            counts["drifts"],
+            counts["embedded"],
+        )
 
     def stats(self) -> dict[str, Any]:
         """Counters and the last result, for ``ConversationMemory.stats()``."""
