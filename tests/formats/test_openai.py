@@ -116,3 +116,19 @@ def test_packer_output_has_no_empty_message() -> None:
         out = to_openai(res.kept)
         assert not any(map(_empty, out))
         assert len(out) == sum(1 for m in res.kept if not all(b in FOREIGN for b in m.blocks))
+
+
+def test_what_is_sent_never_costs_more_than_what_was_counted() -> None:
+    from convomem.formats.openai import from_openai
+    from convomem.tokens import get_tokenizer
+
+    tok = get_tokenizer("approx")
+    msgs = _conversation()
+    for budget in (300, 900, 5000):
+        res = Packer(budget=budget).pack(msgs)
+        sent = to_openai(res.kept)
+        left_out = [m for m in res.kept if all(b in FOREIGN for b in m.blocks)]
+        cost = tok.count_messages(from_openai(sent))
+        # the left-out messages are still charged: an over-estimate by exactly their cost
+        assert cost == res.token_count - tok.count_messages(left_out)
+        assert res.token_count <= budget
