@@ -15,8 +15,9 @@ from typing import Any
 from .._io import adrive, drive
 from ..errors import ConfigError, InvalidMessage, SummarizerError
 from ..model import Message
-from ._engine import T, _Call, _Engine, _Gen, _Sleep, _Validate
+from ._engine import T, _Call, _Engine, _Gen, _Sleep
 from ._fact import Fact
+from ._validator import _Validate
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
 
 

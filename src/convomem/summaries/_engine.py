@@ -22,13 +22,12 @@ from ..model import Message
 from ..retry import RetryPolicy
 from ..tokens import Tokenizer
 from ._fact import Fact, render_facts
-from ._validator import Validator
+from ._validator import Validator, _Validate, _Validating
 from .adapter import SummarizerAdapter
 from .extraction import extract_message
 from .ledger import FactLedger
 from .stats import SummaryStats
 from .summary import SEGMENT_KEY, Summary, clip_to_tokens, render_summary, transcript
-from .validation import SummaryValidation
 
 T = TypeVar("T")
 
@@ -52,17 +51,11 @@ class _Sleep:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Validate:
-    messages: list[Message]
-    text: str
-
-
 _Step: TypeAlias = _Call | _Sleep | _Validate
 _Gen: TypeAlias = Generator[_Step, Any, T]
 
 
-class _Engine:
+class _Engine(_Validating):
     """State and shared logic of ``RunningSummary`` (see its docstring)."""
 
     reserve: int
@@ -77,8 +70,6 @@ class _Engine:
     _primary: SummarizerAdapter
     _fallback: SummarizerAdapter | None
     _validator: Validator | None
-    min_score: float
-    last_validation: SummaryValidation | None
     _ledger: FactLedger
     _segments: tuple[_Seg, ...]
     _covered: dict[str, None]
@@ -213,35 +204,6 @@ class _Engine:
             f"summarization failed ({' and '.join(who) or 'no summarizer'}; "
             f"{len(errors)} attempts): {last!r}",
             errors=tuple(errors),
-        )
-
-    def _validate_gen(
-        self, messages: list[Message], previous: Summary | None, text: str, carried: str
-    ) -> _Gen[str | None]:
-        """None if ``text`` passes the validator (or there is none), else the reason.
-        A validator that fails is counted and does not reject the text."""
-        if self._validator is None:
-            return None
-        source = list(messages)
-        if previous is not None and previous.text:
-            source.insert(0, Message("previous_summary", "system", content=previous.text))
-        shown = f"{text}\n\n{carried}" if carried else text
-        try:
-            result: SummaryValidation = yield _Validate(source, shown)
-        except AsyncSummarizerError:
-            raise
-        except Exception as exc:
-            self._stats.validation_errors += 1
-            self.last_error = exc
-            return None
-        self._stats.validations += 1
-        self.last_validation = result
-        if result.score >= self.min_score:
-            return None
-        self._stats.rejections += 1
-        why = "; ".join(result.reasons[:3])
-        return f"summary rejected: score {result.score} < min_score={self.min_score}" + (
-            f" ({why})" if why else ""
         )
 
     def _over(self, segments: tuple[_Seg, ...], block: str) -> bool:

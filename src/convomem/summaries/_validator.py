@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import AsyncSummarizerError, ConfigError, SummarizerError
 from ..model import Message
+from .stats import SummaryStats
+from .summary import Summary
 from .validation import SummaryValidation, validate_summary
 
 ValidationLike = Callable[..., Any]
@@ -90,3 +93,50 @@ def _run(awaitable: Any) -> Any:
     raise AsyncSummarizerError(
         "the validator is async and an event loop is running: use afold / acompress"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Validate:
+    """The step asking the driver to run the validator on ``text``."""
+
+    messages: list[Message]
+    text: str
+
+
+class _Validating:
+    """``RunningSummary``'s validation step (state lives on the summary)."""
+
+    _validator: Validator | None
+    _stats: SummaryStats
+    min_score: float
+    last_validation: SummaryValidation | None
+    last_error: BaseException | None
+
+    def _validate_gen(
+        self, messages: list[Message], previous: Summary | None, text: str, carried: str
+    ) -> Generator[_Validate, Any, str | None]:
+        """None if ``text`` passes the validator (or there is none), else the reason.
+        A validator that fails is counted and does not reject the text."""
+        if self._validator is None:
+            return None
+        source = list(messages)
+        if previous is not None and previous.text:
+            source.insert(0, Message("previous_summary", "system", content=previous.text))
+        shown = f"{text}\n\n{carried}" if carried else text
+        try:
+            result: SummaryValidation = yield _Validate(source, shown)
+        except AsyncSummarizerError:
+            raise
+        except Exception as exc:
+            self._stats.validation_errors += 1
+            self.last_error = exc
+            return None
+        self._stats.validations += 1
+        self.last_validation = result
+        if result.score >= self.min_score:
+            return None
+        self._stats.rejections += 1
+        why = "; ".join(result.reasons[:3])
+        return f"summary rejected: score {result.score} < min_score={self.min_score}" + (
+            f" ({why})" if why else ""
+        )

@@ -61,13 +61,12 @@ class RunningSummary(_Driven):
     ``SummarizerError`` and the RunningSummary is exactly as before (``stats`` still
     counts the attempts). ``afold`` is the async twin (same logic; only I/O differs).
 
-    Validation (``validate=True`` for the offline ``validate_summary``, or any
-    ``(messages, summary_text) -> SummaryValidation | score`` such as an
-    ``LLMSummaryJudge``): each primary summary is checked against the messages it stands
-    for (the facts the ledger carries beside it count as kept); below ``min_score`` it is
-    rejected and the fallback's summary is used (``degraded``); without a fallback the
-    primary's is kept. ``stats`` counts ``validations`` and ``rejections``;
-    ``last_validation`` holds the last result. A failing validator does not reject.
+    ``validate`` (True: the offline ``validate_summary``; or any ``(messages, text) ->
+    SummaryValidation | score``, e.g. ``LLMSummaryJudge``) checks each primary summary
+    against its messages (facts the ledger carries count as kept): below ``min_score``
+    the fallback's is used (``degraded``; without a fallback the primary's is kept).
+    Counted in ``stats``; ``last_validation`` is the last result; a failing validator
+    does not reject.
 
     Background (``afold(background=True)``): the fold commits the fallback's segment at
     once (degraded) and a task asks the primary for that segment, once; its text
@@ -153,7 +152,6 @@ class RunningSummary(_Driven):
         self._validator = None if validate in (None, False) else Validator(validate)
         self.min_score = _check.number("min_score", min_score, minimum=0.0, maximum=100.0)
         self.last_validation = None
-        """The last ``SummaryValidation`` of a primary summary (None before any)."""
         self._sleep = sleep
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
         self._segments = ()
