@@ -222,3 +222,19 @@ def test_validate_options_are_checked() -> None:
     rs.fold(SOURCE)  # a malformed answer is a failed validation, not a rejection
     assert rs.stats.validation_errors == 1
     assert "expected a SummaryValidation" in str(rs.last_error)
+
+
+def test_the_default_configuration_is_not_rejected_on_a_support_log() -> None:
+    # Many users' emails and order ids, folded and merged by the default (extractive)
+    # summarizer: what the ledger carries beside the narrative is credited (kept, never
+    # a contradiction), merges included.
+    rs = RunningSummary(reserve=300, validate=True, max_segments=2)
+    for i in range(30):
+        rs.fold(
+            [
+                Message(f"u{i}", "user", content=f"I am user{i}@example.com, order ORD-{1000 + i}."),
+                Message(f"a{i}", "assistant", content=f"Order ORD-{1000 + i} ships on Friday."),
+            ]
+        )
+    assert rs.stats.merges > 0 and rs.stats.validations > rs.stats.folds
+    assert rs.stats.rejections == 0, rs.last_validation

@@ -230,7 +230,7 @@ class _Engine(_Validating):
             if pair is not None:
                 a, b = segments[pair], segments[pair + 1]
                 text, degraded, name = yield from self._summarize_gen(
-                    [self._segment_message(b)], a.summary
+                    [self._segment_message(b)], a.summary, carried=block
                 )
                 self._stats.merges += 1
                 merged = self._make_seg(

@@ -122,7 +122,12 @@ class _Validating:
         source = list(messages)
         if previous is not None and previous.text:
             source.insert(0, Message("previous_summary", "system", content=previous.text))
-        shown = f"{text}\n\n{carried}" if carried else text
+        shown = text
+        if carried:
+            # The ledger's facts are shown beside the text: kept, and never a contradiction
+            # (they are the source's own words, possibly from earlier messages).
+            shown = f"{text}\n\n{carried}"
+            source.append(Message("carried_facts", "system", content=carried))
         try:
             result: SummaryValidation = yield _Validate(source, shown)
         except AsyncSummarizerError:
