@@ -232,7 +232,7 @@ def test_the_default_configuration_is_not_rejected_on_a_support_log() -> None:
     for i in range(30):
         rs.fold(
             [
-                Message(f"u{i}", "user", content=f"I am user{i}@example.com, order ORD-{1000 + i}."),
+                Message(f"u{i}", "user", content=f"I am user{i}@x.com, order ORD-{1000 + i}."),
                 Message(f"a{i}", "assistant", content=f"Order ORD-{1000 + i} ships on Friday."),
             ]
         )
