@@ -238,3 +238,11 @@ def test_the_default_configuration_is_not_rejected_on_a_support_log() -> None:
         )
     assert rs.stats.merges > 0 and rs.stats.validations > rs.stats.folds
     assert rs.stats.rejections == 0, rs.last_validation
+
+
+def test_compress_is_validated_and_credits_the_facts_it_carries() -> None:
+    rs = RunningSummary(_fixed("The user asked about a delivery."), validate=True)
+    kept = rs.compress(SOURCE)  # the compression carries order 1182 and $45.20 itself
+    assert not kept.degraded and rs.stats.rejections == 0 and rs.stats.validations == 1
+    bad = RunningSummary(_fixed("The user asked about order 9999."), validate=True)
+    assert bad.compress(SOURCE).degraded and bad.stats.rejections == 1

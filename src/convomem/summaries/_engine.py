@@ -381,8 +381,9 @@ class _Engine(_Validating):
         if self.facts:
             for f in self._facts_of(messages, None):
                 found.setdefault(f.key, f)
+        carried = render_facts(found.values()) if found and self._validator is not None else ""
         text, degraded, name = yield from self._summarize_gen(
-            messages, None, primary_adapter=summarizer
+            messages, None, primary_adapter=summarizer, carried=carried
         )
         first, last, n = messages[0].id, messages[-1].id, len(messages)
         summary = Summary(
