@@ -165,3 +165,13 @@ def test_running_summary_rejects_a_fold_the_judge_scores_low(server: FakeJudge) 
 
     assert asyncio.run(run()) is False
     assert len(server.requests) == 2
+
+
+def test_the_seed_interface_takes_chat_dicts(server: FakeJudge) -> None:
+    judge = LLMSummaryJudge("judge", base_url=server.base_url, api_key="x")
+    dicts = [{"role": "user", "content": "My order number is 1182."}]
+    out = asyncio.run(judge.validate_summary(dicts, "order 1183"))
+    assert out["score"] == 35 and out["judge"] == "llm:judge"
+    assert out["contradicted"][0]["fact"] == "order 1182"
+    assert "user: My order number is 1182." in server.requests[0]["messages"][1]["content"]
+    assert json.loads(json.dumps(out)) == out

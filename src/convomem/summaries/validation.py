@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
 
 from ..errors import InvalidMessage
 from ..model import Message
@@ -70,6 +70,17 @@ class SummaryValidation:
     def passes(self, min_score: float) -> bool:
         """True when ``score >= min_score``."""
         return self.score >= min_score
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON data: score, judge, checked, the issues and the reasons."""
+        return {
+            "score": self.score,
+            "judge": self.judge,
+            "checked": self.checked,
+            "dropped": [asdict(i) for i in self.dropped],
+            "contradicted": [asdict(i) for i in self.contradicted],
+            "reasons": list(self.reasons),
+        }
 
 
 # -- normalizing and keys ------------------------------------------------------------------

@@ -188,6 +188,17 @@ class LLMSummaryJudge:
             out.append(item)
         return out
 
+    # -- the seed's interface ------------------------------------------------------------
+
+    async def validate_summary(
+        self, original_messages: Sequence[Mapping[str, Any]], summary: str
+    ) -> dict[str, Any]:
+        """The seed's ``SummaryValidator.validate_summary``: Chat Completions dicts and a
+        summary in, the verdict as a dict out (``SummaryValidation.as_dict``)."""
+        from ..formats.openai import from_openai
+
+        return (await self.acall(from_openai(original_messages), summary)).as_dict()
+
     # -- the twins ---------------------------------------------------------------------
 
     def __call__(
