@@ -202,3 +202,55 @@ def test_to_dict_from_dict_pickle_round_trip() -> None:
     with pytest.raises(InvalidMessage) as info:
         Message.from_dict({**d, "content": [{"type": "opaque", "provider": "p", "data": 5}]})
     assert info.value.field == "content[0].data"
+
+
+# -- Responses API parts (provider "openai_responses") ----------------------------------
+
+PDF_B64 = "data:application/pdf;base64," + "JVBERi0xLjQK" * 2000
+R_REASONING = {
+    "type": "reasoning",
+    "id": "rs_1",
+    "summary": [{"type": "summary_text", "text": "Look up the order."}],
+    "content": [{"type": "reasoning_text", "text": "Then refund."}],
+    "encrypted_content": "gAAAAA" * 1000,
+}
+R_ENCRYPTED = {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gA" * 3000}
+
+
+@pytest.mark.parametrize(
+    ("data", "text", "flat"),
+    [
+        ({"type": "refusal", "refusal": "Not that."}, "Not that.", False),
+        ({"type": "input_file", "file_data": PDF_B64, "filename": "a.pdf"}, "", True),
+        ({"type": "input_file", "file_id": "file-abc"}, "", True),
+        ({"type": "input_file", "file_url": "https://x.test/a.pdf"}, "", True),
+        ({"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}, "", True),
+        ({"type": "input_image", "file_id": "file-img", "detail": "auto"}, "", True),
+        ({"type": "image_generation_call", "id": "ig_1", "result": "iVBOR" * 500}, "", True),
+        (R_REASONING, "Look up the order.\nThen refund.", False),
+        (R_ENCRYPTED, "", True),
+    ],
+)
+def test_responses_parts_count_their_text_or_a_flat_cost(
+    data: dict[str, Any], text: str, flat: bool
+) -> None:
+    block = OpaqueBlock("openai_responses", data)
+    assert block.text() == text
+    assert block.flat_cost is flat
+    assert block.countable_text() == text  # never the JSON (a base64 PDF, encrypted bytes)
+
+
+def test_a_base64_pdf_costs_what_an_image_costs() -> None:
+    from convomem.tokens import FLAT_BLOCK_TOKENS, PER_MESSAGE_TOKENS, get_tokenizer
+
+    tok = get_tokenizer("approx")
+    pdf = OpaqueBlock("openai_responses", {"type": "input_file", "file_data": PDF_B64})
+    message = Message("m", "user", content=(TextBlock("Read this."), pdf))
+    alone = Message("n", "user", content=(TextBlock("Read this."),))
+    assert tok.count_message(message) - tok.count_message(alone) == FLAT_BLOCK_TOKENS
+    assert tok.count_message(alone) == tok.count("Read this.") + PER_MESSAGE_TOKENS
+
+
+def test_an_unknown_responses_item_still_counts_its_json() -> None:
+    data = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    assert OpaqueBlock("openai_responses", data).countable_text() == json.dumps(data)

@@ -29,7 +29,9 @@ assistant message may call tools, and a tool message needs a result: anything el
 raises ``InvalidMessage``, as ``to_anthropic`` does. Opaque blocks of another provider
 go over when the equivalent is faithful: an Anthropic PDF ``document`` becomes a
 ``file`` part, a text ``document`` or a ``search_result`` a text part; anything else
-(``thinking``, ``redacted_thinking``, server tool blocks) is left out.
+(``thinking``, ``redacted_thinking``, server tool blocks, Responses ``reasoning`` and
+hosted tool items) is left out, and a message left with nothing to send is not written
+at all (Chat Completions rejects an empty ``content``), as ``to_anthropic`` does.
 """
 
 from __future__ import annotations
@@ -106,6 +108,16 @@ def _part_to_openai(block: Block, images: Iterator[Mapping[str, Any]]) -> dict[s
     if isinstance(block, OpaqueBlock):
         return dict(thaw(block.data)) if block.provider == META else _foreign_part(block)
     return None
+
+
+def _nothing_to_send(blocks: Sequence[Block]) -> bool:
+    """True when ``blocks`` are only other providers' opaque blocks with no faithful
+    Chat Completions equivalent (Responses reasoning or hosted tool items, Anthropic
+    thinking): the message would be ``"content": []``, which the API rejects."""
+    return bool(blocks) and all(
+        isinstance(b, OpaqueBlock) and b.provider != META and _foreign_part(b) is None
+        for b in blocks
+    )
 
 
 def _plain_text(part: Mapping[str, Any]) -> bool:
@@ -195,6 +207,10 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             continue
         results = [b for b in m.content if isinstance(b, ToolResultBlock)]
         rest = [b for b in m.content if not isinstance(b, ToolResultBlock)]
+        if _nothing_to_send(rest):
+            if not results:
+                continue  # left out, as to_anthropic leaves out what it cannot send
+            rest = []
         if not results:
             d = _body(role, rest, form, images)
             if m.name is not None:

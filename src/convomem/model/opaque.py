@@ -19,6 +19,11 @@ OPAQUE_FLAT: Final = frozenset(
         ("anthropic", "redacted_thinking"),
         ("anthropic", "image"),  # an image whose source convomem cannot read
         ("anthropic", "document"),  # unless its source is text (see OpaqueBlock)
+        ("openai_responses", "input_file"),  # a PDF as base64, a file_id or a URL
+        ("openai_responses", "input_audio"),
+        ("openai_responses", "input_image"),  # an image by file_id (a URL is an ImageBlock)
+        ("openai_responses", "image_generation_call"),  # its result is a base64 image
+        ("openai_responses", "reasoning"),  # only encrypted_content (see OpaqueBlock)
     }
 )
 """``(provider, type)`` of opaque blocks with no text: each costs a flat estimate."""
@@ -51,8 +56,13 @@ class OpaqueBlock:
     text, a ``search_result``'s source, title and text. Blocks with no text (OpenAI
     ``input_audio``, ``file``, ``audio``; Anthropic ``redacted_thinking``, an unreadable
     ``image``, a binary ``document``) have ``flat_cost`` True: a tokenizer charges each a
-    flat estimate, as it does an image. A type convomem does not know is counted by its
-    JSON text, an over-estimate rather than a budget overflow.
+    flat estimate, as it does an image. Responses API parts (provider
+    ``"openai_responses"``): a ``refusal`` counts its text, a ``reasoning`` item its summary
+    and reasoning text (its ``encrypted_content`` is opaque bytes: an item with nothing
+    else is a flat cost), and ``input_file``, ``input_audio``, an ``input_image`` by
+    ``file_id`` and an ``image_generation_call`` are flat costs (a base64 PDF must not be
+    counted as text). A type convomem does not know is counted by its JSON text, an
+    over-estimate rather than a budget overflow.
     """
 
     provider: str
@@ -86,7 +96,7 @@ class OpaqueBlock:
         """True when the block has no text and costs a flat estimate."""
         if not _listed(OPAQUE_FLAT, self.provider, self.kind):
             return False
-        if self.kind == "document":
+        if self.kind in ("document", "reasoning"):
             return not self.text()
         return True
 
@@ -113,6 +123,8 @@ _TEXT_KINDS: Final = frozenset(
         ("openai", "refusal"),
         ("anthropic", "thinking"),
         ("anthropic", "search_result"),
+        ("openai_responses", "refusal"),
+        ("openai_responses", "reasoning"),
     }
 )
 
@@ -132,8 +144,21 @@ def _is_text_block(block: Mapping[str, Any]) -> bool:
 
 def _opaque_text(provider: str, kind: str | None, data: Mapping[str, Any]) -> str:
     lines: list[str] = []
-    if _speaks(provider, "openai") and kind == "refusal":
+    if (_speaks(provider, "openai") or provider == "openai_responses") and kind == "refusal":
         lines = _texts(data.get("refusal"))
+    elif provider == "openai_responses" and kind == "reasoning":
+        # The summary and any plain reasoning text; encrypted_content is opaque bytes.
+        for key, part in (("summary", "summary_text"), ("content", "reasoning_text")):
+            items = data.get(key)
+            if isinstance(items, list | tuple):
+                lines += [
+                    b["text"]
+                    for b in items
+                    if isinstance(b, Mapping)
+                    and b.get("type") == part
+                    and "text" in b
+                    and isinstance(b["text"], str)
+                ]
     elif _speaks(provider, "anthropic") and kind == "thinking":
         lines = _texts(data.get("thinking"))
     elif _speaks(provider, "anthropic") and kind in ("document", "search_result"):

@@ -4,6 +4,7 @@
 from .cache import (
     EmbeddingCache,
 )
+from .drift import DriftAction, DriftDetector, DriftResult
 from .embedders import (
     COSINE_TOLERANCE,
     AsyncEmbedder,
@@ -27,6 +28,9 @@ __all__ = [
     "AsyncEmbedder",
     "AsyncRecallIndex",
     "Backend",
+    "DriftAction",
+    "DriftDetector",
+    "DriftResult",
     "Embedder",
     "EmbedderLike",
     "EmbeddingCache",

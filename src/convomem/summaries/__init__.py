@@ -26,18 +26,25 @@ from .summary import (
     render_summary,
     transcript,
 )
+from .validation import (
+    Issue,
+    SummaryValidation,
+    validate_summary,
+)
 
 __all__ = [
     "SEGMENT_KEY",
     "SUMMARY_HEADER",
     "TRUNCATION_MARKER",
     "ExtractiveSummarizer",
+    "Issue",
     "RunningSummary",
     "Summarizer",
     "SummarizerAdapter",
     "SummarizerLike",
     "Summary",
     "SummaryStats",
+    "SummaryValidation",
     "TruncatingSummarizer",
     "as_summarizer",
     "asummarize",
@@ -46,4 +53,5 @@ __all__ = [
     "render_summary",
     "summarize",
     "transcript",
+    "validate_summary",
 ]

@@ -17,6 +17,7 @@ from ..errors import ConfigError, InvalidMessage, SummarizerError
 from ..model import Message
 from ._engine import T, _Call, _Engine, _Gen, _Sleep
 from ._fact import Fact
+from ._validator import _Validate
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
 
 
@@ -41,7 +42,10 @@ class _Driven(_Engine):
             n += prev.tokens if prev.tokens is not None else self._tok.count(prev.text)
         stats.input_tokens += n
 
-    def _perform(self, step: _Sleep | _Call) -> Any:
+    def _perform(self, step: _Sleep | _Call | _Validate) -> Any:
+        if isinstance(step, _Validate):
+            assert self._validator is not None
+            return self._validator(step.messages, step.text)
         if isinstance(step, _Sleep):
             if step.seconds > 0:
                 if self._sleep is None:
@@ -55,7 +59,10 @@ class _Driven(_Engine):
         self._count_call(step)
         return step.adapter(step.messages, step.previous)
 
-    async def _aperform(self, step: _Sleep | _Call) -> Any:
+    async def _aperform(self, step: _Sleep | _Call | _Validate) -> Any:
+        if isinstance(step, _Validate):
+            assert self._validator is not None
+            return await self._validator.acall(step.messages, step.text)
         if isinstance(step, _Sleep):
             if step.seconds > 0:
                 if self._sleep is None:

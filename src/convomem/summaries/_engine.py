@@ -21,7 +21,8 @@ from ..errors import AsyncSummarizerError, SummarizerError
 from ..model import Message
 from ..retry import RetryPolicy
 from ..tokens import Tokenizer
-from ._fact import Fact
+from ._fact import Fact, render_facts
+from ._validator import Validator, _Validate, _Validating
 from .adapter import SummarizerAdapter
 from .extraction import extract_message
 from .ledger import FactLedger
@@ -50,11 +51,11 @@ class _Sleep:
     seconds: float
 
 
-_Step: TypeAlias = _Call | _Sleep
+_Step: TypeAlias = _Call | _Sleep | _Validate
 _Gen: TypeAlias = Generator[_Step, Any, T]
 
 
-class _Engine:
+class _Engine(_Validating):
     """State and shared logic of ``RunningSummary`` (see its docstring)."""
 
     reserve: int
@@ -68,6 +69,7 @@ class _Engine:
     _facts_budget: int
     _primary: SummarizerAdapter
     _fallback: SummarizerAdapter | None
+    _validator: Validator | None
     _ledger: FactLedger
     _segments: tuple[_Seg, ...]
     _covered_now: dict[str, None]
@@ -169,9 +171,12 @@ class _Engine:
         primary: bool = True,
         fallback: bool = True,
         primary_adapter: SummarizerAdapter | None = None,
+        carried: str = "",
     ) -> _Gen[tuple[str, bool, str]]:
         """The primary under the retry policy, then the fallback; SummarizerError if all
-        fail. Returns ``(text, made by the fallback, summarizer name)``."""
+        fail. Returns ``(text, made by the fallback, summarizer name)``. With a validator,
+        the primary's text must score ``min_score`` (``carried``: the facts rendered
+        beside it, credited to it), else the fallback's is used."""
         errors: list[BaseException] = []
         first = self._primary if primary_adapter is None else primary_adapter
         if primary:
@@ -179,16 +184,27 @@ class _Engine:
             while True:
                 try:
                     text = yield _Call(first, messages, previous)
-                    return text, False, first.name
                 except AsyncSummarizerError:
                     raise
                 except Exception as exc:
                     errors.append(exc)
                     decision = attempts.failed(exc)
+                    text = None
+                if text is None:
                     if not decision.retry:
                         break
-                self._stats.retries += 1
-                yield _Sleep(decision.delay)
+                    self._stats.retries += 1
+                    yield _Sleep(decision.delay)
+                    continue
+                rejected = yield from self._validate_gen(messages, previous, text, carried)
+                if rejected is None:
+                    return text, False, first.name
+                if not fallback or self._fallback is None:
+                    if fallback:  # no fallback configured: the primary's text is all we have
+                        return text, False, first.name
+                    raise SummarizerError(f"{first.name}: {rejected}", errors=())
+                errors.append(SummarizerError(rejected))
+                break
         if fallback and self._fallback is not None:
             try:
                 text = yield _Call(self._fallback, messages, previous, fallback=True)
@@ -232,7 +248,7 @@ class _Engine:
             if pair is not None:
                 a, b = segments[pair], segments[pair + 1]
                 text, degraded, name = yield from self._summarize_gen(
-                    [self._segment_message(b)], a.summary
+                    [self._segment_message(b)], a.summary, carried=block
                 )
                 self._stats.merges += 1
                 merged = self._make_seg(
@@ -279,7 +295,10 @@ class _Engine:
             return self._current, None, []
         # Facts first: the extractive summarizer then finds each text already scanned.
         found = self._facts_of(new, given) if self.facts else []
-        text, degraded, name = yield from self._summarize_gen(new, None, primary=not background)
+        carried = render_facts(found) if found and self._validator is not None else ""
+        text, degraded, name = yield from self._summarize_gen(
+            new, None, primary=not background, carried=carried
+        )
         seg = self._make_seg(text, new[0].id, new[-1].id, len(new), name, degraded)
         while True:
             version = self._version
@@ -380,8 +399,9 @@ class _Engine:
         if self.facts:
             for f in self._facts_of(messages, None):
                 found.setdefault(f.key, f)
+        carried = render_facts(found.values()) if found and self._validator is not None else ""
         text, degraded, name = yield from self._summarize_gen(
-            messages, None, primary_adapter=summarizer
+            messages, None, primary_adapter=summarizer, carried=carried
         )
         first, last, n = messages[0].id, messages[-1].id, len(messages)
         summary = Summary(

@@ -28,6 +28,7 @@ from ..tokens import PER_MESSAGE_TOKENS, Tokenizer, get_tokenizer
 from . import state as _state
 from ._drivers import _Driven
 from ._fact import Fact
+from ._validator import ValidationLike, Validator
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
 from .extractive import ExtractiveSummarizer
 from .ledger import FactLedger
@@ -59,6 +60,13 @@ class RunningSummary(_Driven):
     the summary is marked ``degraded``; if the fallback fails too the fold raises
     ``SummarizerError`` and the RunningSummary is exactly as before (``stats`` still
     counts the attempts). ``afold`` is the async twin (same logic; only I/O differs).
+
+    ``validate`` (True: the offline ``validate_summary``; or any ``(messages, text) ->
+    SummaryValidation | score``, e.g. ``LLMSummaryJudge``) checks each primary summary
+    against its messages (facts the ledger carries count as kept): below ``min_score``
+    the fallback's is used (``degraded``; without a fallback the primary's is kept).
+    Counted in ``stats``; ``last_validation`` is the last result; a failing validator
+    does not reject.
 
     Background (``afold(background=True)``): the fold commits the fallback's segment at
     once (degraded) and a task asks the primary for that segment, once; its text
@@ -92,6 +100,8 @@ class RunningSummary(_Driven):
         max_segments: int = 4,
         max_facts: int = 10_000,
         header: str = SUMMARY_HEADER,
+        validate: ValidationLike | bool | None = None,
+        min_score: float = 60,
     ) -> None:
         tok = get_tokenizer(tokenizer)
         if not isinstance(header, str):
@@ -139,6 +149,9 @@ class RunningSummary(_Driven):
             self._fallback = as_summarizer(ExtractiveSummarizer(default_size, tok))
         else:
             self._fallback = as_summarizer(fallback)
+        self._validator = None if validate in (None, False) else Validator(validate)
+        self.min_score = _check.number("min_score", min_score, minimum=0.0, maximum=100.0)
+        self.last_validation = None
         self._sleep = sleep
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
         self._segments = ()

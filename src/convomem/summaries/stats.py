@@ -39,3 +39,10 @@ class SummaryStats:
     background_replaced: int = 0
     background_discarded: int = 0
     background_failures: int = 0
+    validations: int = 0
+    """Primary summaries checked by the validator (``RunningSummary(validate=...)``)."""
+    rejections: int = 0
+    """Of them, scored below ``min_score``: the fallback's summary was used instead
+    (marked degraded), or, without a fallback, the primary's was kept."""
+    validation_errors: int = 0
+    """Validator calls that failed (the summary was then accepted unvalidated)."""
