@@ -37,12 +37,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from .. import _io
 from ..errors import StoreError
-from ..model import Message
 from . import _pg_ops as ops
 from ._pg_calls import (
     Call,
@@ -61,7 +60,8 @@ from ._pg_settings import (
     Settings,
     psycopg,
 )
-from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from ._session_api import SessionAPI
+from .database import SessionInfo, StoreStats, TTLPolicy
 
 __all__ = ["LIBPQ_OPTIONS", "PostgresDatabase", "PostgresSession"]
 
@@ -269,7 +269,7 @@ class PostgresDatabase:
         return f"<PostgresDatabase {self.url}>"
 
 
-class PostgresSession(SessionCalls):
+class PostgresSession(SessionCalls, SessionAPI):
     """One session of a ``PostgresDatabase`` (a ``SessionStore``); see
     ``convomem.stores.database`` for the semantics of each method."""
 
@@ -278,81 +278,6 @@ class PostgresSession(SessionCalls):
     def __init__(self, db: PostgresDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
-
-    def get_items(self, limit: int | None = None) -> list[Message]:
-        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
-        return self._db._run(self._get_items(limit))
-
-    def add_items(self, items: Sequence[Message]) -> None:
-        """Append messages, all or nothing (``append`` without its options)."""
-        self._db._run(self._append(items, None, None, None, None))
-
-    def pop_item(self) -> Message | None:
-        """Remove and return the newest message (None when the log is empty)."""
-        return self._db._run(self._pop_item())
-
-    def clear_session(self) -> None:
-        """Remove every message and the derived state (the session itself stays)."""
-        self._db._run(self._clear_session())
-
-    def truncate(self, keep: int) -> None:
-        """Keep only the oldest ``keep`` messages, atomically."""
-        self._db._run(self._truncate(keep))
-
-    def append(
-        self,
-        messages: Sequence[Message],
-        *,
-        expected_seq: int | None = None,
-        state: Mapping[str, Any] | None = None,
-        expected_version: int | None = None,
-        counts: Counts | None = None,
-    ) -> int:
-        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
-        transaction; the seq of the batch's last message."""
-        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
-
-    def page(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[Message], str | None]:
-        """``limit`` messages after ``cursor`` (oldest first), or before it walking
-        back from the newest (``newest_first``, newest first); and the next cursor."""
-        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
-        return [e.message for e in entries], next_cursor
-
-    def entries(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[LogEntry], str | None]:
-        """``page`` with each message's seq and token counts."""
-        return self._db._run(self._entries(cursor, limit, newest_first))
-
-    def last_seq(self) -> int:
-        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
-        return self._db._run(self._last_seq())
-
-    def load_state(self) -> tuple[dict[str, Any] | None, int]:
-        """The derived state (None if never saved) and its version."""
-        return self._db._run(self._load_state())
-
-    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
-        """Replace the derived state if its version is ``expected_version``; the new one."""
-        return self._db._run(self._save_state(state, expected_version))
-
-    def set_counts(self, counts: Counts) -> None:
-        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
-        self._db._run(self._set_counts(counts))
-
-    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
-        """Stored token counts of these messages (every message when None)."""
-        return self._db._run(self._get_counts(message_ids))
-
-    def info(self) -> SessionInfo | None:
-        """The session's record, or None if it does not exist (or expired)."""
-        return self._db._run(self._info())
-
-    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the session's metadata (a JSON object)."""
-        self._db._run(self._set_metadata(metadata))
 
     def __repr__(self) -> str:
         return f"<PostgresSession {self.session_id!r} of {self._db.url}>"

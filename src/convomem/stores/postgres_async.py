@@ -15,12 +15,11 @@ send the batch again.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
 
 from .. import _io
 from ..errors import StoreError
-from ..model import Message
 from . import _pg_ops as ops
 from ._pg_calls import (
     Call,
@@ -33,7 +32,8 @@ from ._pg_calls import (
 )
 from ._pg_schema import migrate
 from ._pg_settings import AsyncConnectionPool, Counter, Settings, psycopg
-from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from ._session_api import AsyncSessionAPI
+from .database import SessionInfo, StoreStats, TTLPolicy
 
 __all__ = ["AsyncPostgresDatabase", "AsyncPostgresSession"]
 
@@ -213,7 +213,7 @@ class AsyncPostgresDatabase:
         return f"<AsyncPostgresDatabase {self.url}>"
 
 
-class AsyncPostgresSession(SessionCalls):
+class AsyncPostgresSession(SessionCalls, AsyncSessionAPI):
     """One session of an ``AsyncPostgresDatabase`` (an ``AsyncSessionStore``); each
     method is the coroutine twin of ``PostgresSession``'s."""
 
@@ -222,82 +222,6 @@ class AsyncPostgresSession(SessionCalls):
     def __init__(self, db: AsyncPostgresDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
-
-    async def get_items(self, limit: int | None = None) -> list[Message]:
-        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
-        return await self._db._arun(self._get_items(limit))
-
-    async def add_items(self, items: Sequence[Message]) -> None:
-        """Append messages, all or nothing."""
-        await self._db._arun(self._append(items, None, None, None, None))
-
-    async def pop_item(self) -> Message | None:
-        """Remove and return the newest message (None when the log is empty)."""
-        return await self._db._arun(self._pop_item())
-
-    async def clear_session(self) -> None:
-        """Remove every message and the derived state (the session itself stays)."""
-        await self._db._arun(self._clear_session())
-
-    async def truncate(self, keep: int) -> None:
-        """Keep only the oldest ``keep`` messages, atomically."""
-        await self._db._arun(self._truncate(keep))
-
-    async def append(
-        self,
-        messages: Sequence[Message],
-        *,
-        expected_seq: int | None = None,
-        state: Mapping[str, Any] | None = None,
-        expected_version: int | None = None,
-        counts: Counts | None = None,
-    ) -> int:
-        """Append ``messages`` (and ``state`` and ``counts``) in one transaction."""
-        call = self._append(messages, expected_seq, state, expected_version, counts)
-        return await self._db._arun(call)
-
-    async def page(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[Message], str | None]:
-        """A page of messages and the next cursor (see ``PostgresSession.page``)."""
-        entries, next_cursor = await self._db._arun(self._entries(cursor, limit, newest_first))
-        return [e.message for e in entries], next_cursor
-
-    async def entries(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[LogEntry], str | None]:
-        """``page`` with each message's seq and token counts."""
-        return await self._db._arun(self._entries(cursor, limit, newest_first))
-
-    async def last_seq(self) -> int:
-        """The newest live message's seq (0 when empty)."""
-        return await self._db._arun(self._last_seq())
-
-    async def load_state(self) -> tuple[dict[str, Any] | None, int]:
-        """The derived state (None if never saved) and its version."""
-        return await self._db._arun(self._load_state())
-
-    async def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
-        """Replace the derived state if its version is ``expected_version``."""
-        return await self._db._arun(self._save_state(state, expected_version))
-
-    async def set_counts(self, counts: Counts) -> None:
-        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
-        await self._db._arun(self._set_counts(counts))
-
-    async def get_counts(
-        self, message_ids: Sequence[str] | None = None
-    ) -> dict[str, dict[str, int]]:
-        """Stored token counts of these messages (every message when None)."""
-        return await self._db._arun(self._get_counts(message_ids))
-
-    async def info(self) -> SessionInfo | None:
-        """The session's record, or None if it does not exist (or expired)."""
-        return await self._db._arun(self._info())
-
-    async def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the session's metadata (a JSON object)."""
-        await self._db._arun(self._set_metadata(metadata))
 
     def __repr__(self) -> str:
         return f"<AsyncPostgresSession {self.session_id!r} of {self._db.url}>"

@@ -11,11 +11,10 @@ that does not know may send the batch again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import StoreError
-from ..model import Message
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
 from ._redis_admin import check_layout
@@ -28,7 +27,8 @@ from ._redis_calls import (
     sweep_op,
     translate,
 )
-from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from ._session_api import AsyncSessionAPI
+from .database import SessionInfo, StoreStats, TTLPolicy
 from .redis_store import check_common, missing_redis, ttl_policy
 
 __all__ = ["AsyncRedisDatabase", "AsyncRedisSession"]
@@ -110,7 +110,7 @@ class AsyncRedisDatabase:
         the options every async backend takes, and unused: asyncio needs no threads."""
         db = cls(url, **options)
         try:
-            await db._run(check_layout)
+            await db._arun(check_layout)
         except BaseException:
             await db.aclose()
             raise
@@ -159,7 +159,7 @@ class AsyncRedisDatabase:
         finally:
             gen.close()
 
-    async def _run(self, op: ops.Op[T]) -> T:
+    async def _arun(self, op: ops.Op[T]) -> T:
         result: T = await self._retry.acall(self._attempt, op)
         return result
 
@@ -180,22 +180,22 @@ class AsyncRedisDatabase:
         limit: int = 100,
     ) -> tuple[list[SessionInfo], str | None]:
         """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
-        return await self._run(sessions_op(user_id, tenant, cursor, limit))
+        return await self._arun(sessions_op(user_id, tenant, cursor, limit))
 
     async def delete_session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
     ) -> bool:
         """Delete a session with its log, state and counts; whether it existed."""
-        return await self._run(delete_session_op(session_id, user_id, tenant))
+        return await self._arun(delete_session_op(session_id, user_id, tenant))
 
     async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
         """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        return await self._run(erase_user_op(user_id, tenant))
+        return await self._arun(erase_user_op(user_id, tenant))
 
     async def sweep(self) -> int:
         """Delete the expired sessions still stored and the index entries of sessions
         gone; how many sessions."""
-        return await self._run(sweep_op())
+        return await self._arun(sweep_op())
 
     def stats(self) -> StoreStats:
         """Commands sent, writes done and rows read since the database was opened."""
@@ -218,7 +218,7 @@ class AsyncRedisDatabase:
         return f"<AsyncRedisDatabase {self.url}>"
 
 
-class AsyncRedisSession(RedisCalls):
+class AsyncRedisSession(RedisCalls, AsyncSessionAPI):
     """One session of an ``AsyncRedisDatabase`` (an ``AsyncSessionStore``); each method
     is the coroutine twin of ``RedisSession``'s."""
 
@@ -229,82 +229,6 @@ class AsyncRedisSession(RedisCalls):
     ) -> None:
         super().__init__(session_id, user_id, tenant)
         self._db = db
-
-    async def get_items(self, limit: int | None = None) -> list[Message]:
-        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
-        return await self._db._run(self._get_items(limit))
-
-    async def add_items(self, items: Sequence[Message]) -> None:
-        """Append messages, all or nothing."""
-        await self._db._run(self._append(items, None, None, None, None))
-
-    async def pop_item(self) -> Message | None:
-        """Remove and return the newest message (None when the log is empty)."""
-        return await self._db._run(self._pop_item())
-
-    async def clear_session(self) -> None:
-        """Remove every message and the derived state (the session itself stays)."""
-        await self._db._run(self._clear_session())
-
-    async def truncate(self, keep: int) -> None:
-        """Keep only the oldest ``keep`` messages, atomically."""
-        await self._db._run(self._truncate(keep))
-
-    async def append(
-        self,
-        messages: Sequence[Message],
-        *,
-        expected_seq: int | None = None,
-        state: Mapping[str, Any] | None = None,
-        expected_version: int | None = None,
-        counts: Counts | None = None,
-    ) -> int:
-        """Append ``messages`` (and ``state`` and ``counts``) in one script."""
-        op = self._append(messages, expected_seq, state, expected_version, counts)
-        return await self._db._run(op)
-
-    async def page(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[Message], str | None]:
-        """A page of messages and the next cursor (see ``RedisSession.page``)."""
-        entries, next_cursor = await self._db._run(self._entries(cursor, limit, newest_first))
-        return [e.message for e in entries], next_cursor
-
-    async def entries(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[LogEntry], str | None]:
-        """``page`` with each message's seq and token counts."""
-        return await self._db._run(self._entries(cursor, limit, newest_first))
-
-    async def last_seq(self) -> int:
-        """The newest live message's seq (0 when empty)."""
-        return await self._db._run(self._last_seq())
-
-    async def load_state(self) -> tuple[dict[str, Any] | None, int]:
-        """The derived state (None if never saved) and its version."""
-        return await self._db._run(self._load_state())
-
-    async def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
-        """Replace the derived state if its version is ``expected_version``."""
-        return await self._db._run(self._save_state(state, expected_version))
-
-    async def set_counts(self, counts: Counts) -> None:
-        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
-        await self._db._run(self._set_counts(counts))
-
-    async def get_counts(
-        self, message_ids: Sequence[str] | None = None
-    ) -> dict[str, dict[str, int]]:
-        """Stored token counts of these messages (every message when None)."""
-        return await self._db._run(self._get_counts(message_ids))
-
-    async def info(self) -> SessionInfo | None:
-        """The session's record, or None if it does not exist (or expired)."""
-        return await self._db._run(self._info())
-
-    async def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the session's metadata (a JSON object)."""
-        await self._db._run(self._set_metadata(metadata))
 
     def __repr__(self) -> str:
         return f"<AsyncRedisSession {self.session_id!r} of {self._db.url}>"

@@ -39,12 +39,11 @@ share a server with their own), ``socket_timeout`` (seconds, default 5),
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import _check
 from ..errors import ConfigError, MissingDependency, StoreError
-from ..model import Message
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
 from ._redis_admin import check_layout
@@ -58,7 +57,8 @@ from ._redis_calls import (
     sweep_op,
     translate,
 )
-from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from ._session_api import SessionAPI
+from .database import SessionInfo, StoreStats, TTLPolicy
 
 __all__ = ["RedisDatabase", "RedisSession"]
 
@@ -237,7 +237,7 @@ class RedisDatabase:
         return f"<RedisDatabase {self.url}>"
 
 
-class RedisSession(RedisCalls):
+class RedisSession(RedisCalls, SessionAPI):
     """One session of a ``RedisDatabase`` (a ``SessionStore``); see
     ``convomem.stores.database`` for the semantics of each method."""
 
@@ -246,81 +246,6 @@ class RedisSession(RedisCalls):
     def __init__(self, db: RedisDatabase, session_id: str, user_id: object, tenant: object):
         super().__init__(session_id, user_id, tenant)
         self._db = db
-
-    def get_items(self, limit: int | None = None) -> list[Message]:
-        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
-        return self._db._run(self._get_items(limit))
-
-    def add_items(self, items: Sequence[Message]) -> None:
-        """Append messages, all or nothing (``append`` without its options)."""
-        self._db._run(self._append(items, None, None, None, None))
-
-    def pop_item(self) -> Message | None:
-        """Remove and return the newest message (None when the log is empty)."""
-        return self._db._run(self._pop_item())
-
-    def clear_session(self) -> None:
-        """Remove every message and the derived state (the session itself stays)."""
-        self._db._run(self._clear_session())
-
-    def truncate(self, keep: int) -> None:
-        """Keep only the oldest ``keep`` messages, atomically."""
-        self._db._run(self._truncate(keep))
-
-    def append(
-        self,
-        messages: Sequence[Message],
-        *,
-        expected_seq: int | None = None,
-        state: Mapping[str, Any] | None = None,
-        expected_version: int | None = None,
-        counts: Counts | None = None,
-    ) -> int:
-        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
-        script; the seq of the batch's last message."""
-        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
-
-    def page(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[Message], str | None]:
-        """``limit`` messages after ``cursor`` (oldest first), or before it walking
-        back from the newest (``newest_first``); and the next cursor."""
-        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
-        return [e.message for e in entries], next_cursor
-
-    def entries(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[LogEntry], str | None]:
-        """``page`` with each message's seq and token counts."""
-        return self._db._run(self._entries(cursor, limit, newest_first))
-
-    def last_seq(self) -> int:
-        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
-        return self._db._run(self._last_seq())
-
-    def load_state(self) -> tuple[dict[str, Any] | None, int]:
-        """The derived state (None if never saved) and its version."""
-        return self._db._run(self._load_state())
-
-    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
-        """Replace the derived state if its version is ``expected_version``; the new one."""
-        return self._db._run(self._save_state(state, expected_version))
-
-    def set_counts(self, counts: Counts) -> None:
-        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
-        self._db._run(self._set_counts(counts))
-
-    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
-        """Stored token counts of these messages (every message when None)."""
-        return self._db._run(self._get_counts(message_ids))
-
-    def info(self) -> SessionInfo | None:
-        """The session's record, or None if it does not exist (or expired)."""
-        return self._db._run(self._info())
-
-    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the session's metadata (a JSON object)."""
-        self._db._run(self._set_metadata(metadata))
 
     def __repr__(self) -> str:
         return f"<RedisSession {self.session_id!r} of {self._db.url}>"

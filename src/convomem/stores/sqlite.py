@@ -29,14 +29,14 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from .. import _check
 from ..errors import ConfigError, StoreError, TransientError
-from ..model import Message
 from ..retry import RetryPolicy
 from . import _sqlite_ops as ops
+from ._session_api import SessionAPI
 from ._sqlite_calls import (
     Call,
     SessionCalls,
@@ -46,7 +46,7 @@ from ._sqlite_calls import (
     sessions_call,
     sweep_call,
 )
-from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from .database import SessionInfo, StoreStats, TTLPolicy
 from .sqlite_schema import configure, migrate
 
 __all__ = ["SQLiteDatabase", "SQLiteSession"]
@@ -313,7 +313,7 @@ class SQLiteDatabase:
         return f"<SQLiteDatabase {self.url}>"
 
 
-class SQLiteSession(SessionCalls):
+class SQLiteSession(SessionCalls, SessionAPI):
     """One session of a ``SQLiteDatabase`` (a ``SessionStore``); see
     ``convomem.stores.database`` for the semantics of each method."""
 
@@ -322,81 +322,6 @@ class SQLiteSession(SessionCalls):
     def __init__(self, db: SQLiteDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
-
-    def get_items(self, limit: int | None = None) -> list[Message]:
-        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
-        return self._db._run(self._get_items(limit))
-
-    def add_items(self, items: Sequence[Message]) -> None:
-        """Append messages, all or nothing (``append`` without its options)."""
-        self._db._run(self._append(items, None, None, None, None))
-
-    def pop_item(self) -> Message | None:
-        """Remove and return the newest message (None when the log is empty)."""
-        return self._db._run(self._pop_item())
-
-    def clear_session(self) -> None:
-        """Remove every message and the derived state (the session itself stays)."""
-        self._db._run(self._clear_session())
-
-    def truncate(self, keep: int) -> None:
-        """Keep only the oldest ``keep`` messages, atomically."""
-        self._db._run(self._truncate(keep))
-
-    def append(
-        self,
-        messages: Sequence[Message],
-        *,
-        expected_seq: int | None = None,
-        state: Mapping[str, Any] | None = None,
-        expected_version: int | None = None,
-        counts: Counts | None = None,
-    ) -> int:
-        """Append ``messages`` (and ``state``, and the batch's token ``counts``) in one
-        transaction; the seq of the batch's last message."""
-        return self._db._run(self._append(messages, expected_seq, state, expected_version, counts))
-
-    def page(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[Message], str | None]:
-        """``limit`` messages after ``cursor`` (oldest first), or before it walking
-        back from the newest (``newest_first``, newest first); and the next cursor."""
-        entries, next_cursor = self._db._run(self._entries(cursor, limit, newest_first))
-        return [e.message for e in entries], next_cursor
-
-    def entries(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[LogEntry], str | None]:
-        """``page`` with each message's seq and token counts."""
-        return self._db._run(self._entries(cursor, limit, newest_first))
-
-    def last_seq(self) -> int:
-        """The newest live message's seq (0 when empty): what ``expected_seq`` takes."""
-        return self._db._run(self._last_seq())
-
-    def load_state(self) -> tuple[dict[str, Any] | None, int]:
-        """The derived state (None if never saved) and its version."""
-        return self._db._run(self._load_state())
-
-    def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
-        """Replace the derived state if its version is ``expected_version``; the new one."""
-        return self._db._run(self._save_state(state, expected_version))
-
-    def set_counts(self, counts: Counts) -> None:
-        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
-        self._db._run(self._set_counts(counts))
-
-    def get_counts(self, message_ids: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
-        """Stored token counts of these messages (every message when None)."""
-        return self._db._run(self._get_counts(message_ids))
-
-    def info(self) -> SessionInfo | None:
-        """The session's record, or None if it does not exist (or expired)."""
-        return self._db._run(self._info())
-
-    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the session's metadata (a JSON object)."""
-        self._db._run(self._set_metadata(metadata))
 
     def __repr__(self) -> str:
         return f"<SQLiteSession {self.session_id!r} of {self._db.url}>"

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .. import _check
 from ..errors import StoreError
-from ..model import Message
 from . import _sqlite_ops as ops
+from ._session_api import AsyncSessionAPI
 from ._sqlite_calls import (
     Call,
     SessionCalls,
@@ -33,7 +32,7 @@ from ._sqlite_calls import (
     sessions_call,
     sweep_call,
 )
-from .database import Counts, LogEntry, SessionInfo, StoreStats, TTLPolicy
+from .database import SessionInfo, StoreStats, TTLPolicy
 from .sqlite import SQLiteDatabase
 
 __all__ = ["AsyncSQLiteDatabase", "AsyncSQLiteSession"]
@@ -139,7 +138,7 @@ class AsyncSQLiteDatabase:
         return f"<AsyncSQLiteDatabase {self.url}>"
 
 
-class AsyncSQLiteSession(SessionCalls):
+class AsyncSQLiteSession(SessionCalls, AsyncSessionAPI):
     """One session of an ``AsyncSQLiteDatabase`` (an ``AsyncSessionStore``); each method
     is the coroutine twin of ``SQLiteSession``'s."""
 
@@ -148,82 +147,6 @@ class AsyncSQLiteSession(SessionCalls):
     def __init__(self, db: AsyncSQLiteDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
-
-    async def get_items(self, limit: int | None = None) -> list[Message]:
-        """The messages oldest first; with ``limit``, the newest ``limit`` of them."""
-        return await self._db._arun(self._get_items(limit))
-
-    async def add_items(self, items: Sequence[Message]) -> None:
-        """Append messages, all or nothing."""
-        await self._db._arun(self._append(items, None, None, None, None))
-
-    async def pop_item(self) -> Message | None:
-        """Remove and return the newest message (None when the log is empty)."""
-        return await self._db._arun(self._pop_item())
-
-    async def clear_session(self) -> None:
-        """Remove every message and the derived state (the session itself stays)."""
-        await self._db._arun(self._clear_session())
-
-    async def truncate(self, keep: int) -> None:
-        """Keep only the oldest ``keep`` messages, atomically."""
-        await self._db._arun(self._truncate(keep))
-
-    async def append(
-        self,
-        messages: Sequence[Message],
-        *,
-        expected_seq: int | None = None,
-        state: Mapping[str, Any] | None = None,
-        expected_version: int | None = None,
-        counts: Counts | None = None,
-    ) -> int:
-        """Append ``messages`` (and ``state`` and ``counts``) in one transaction."""
-        call = self._append(messages, expected_seq, state, expected_version, counts)
-        return await self._db._arun(call)
-
-    async def page(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[Message], str | None]:
-        """A page of messages and the next cursor (see ``SQLiteSession.page``)."""
-        entries, next_cursor = await self._db._arun(self._entries(cursor, limit, newest_first))
-        return [e.message for e in entries], next_cursor
-
-    async def entries(
-        self, cursor: str | None = None, limit: int = 100, newest_first: bool = False
-    ) -> tuple[list[LogEntry], str | None]:
-        """``page`` with each message's seq and token counts."""
-        return await self._db._arun(self._entries(cursor, limit, newest_first))
-
-    async def last_seq(self) -> int:
-        """The newest live message's seq (0 when empty)."""
-        return await self._db._arun(self._last_seq())
-
-    async def load_state(self) -> tuple[dict[str, Any] | None, int]:
-        """The derived state (None if never saved) and its version."""
-        return await self._db._arun(self._load_state())
-
-    async def save_state(self, state: Mapping[str, Any] | None, *, expected_version: int) -> int:
-        """Replace the derived state if its version is ``expected_version``."""
-        return await self._db._arun(self._save_state(state, expected_version))
-
-    async def set_counts(self, counts: Counts) -> None:
-        """Store token counts: ``{message_id: {tokenizer_name: n}}`` (merged)."""
-        await self._db._arun(self._set_counts(counts))
-
-    async def get_counts(
-        self, message_ids: Sequence[str] | None = None
-    ) -> dict[str, dict[str, int]]:
-        """Stored token counts of these messages (every message when None)."""
-        return await self._db._arun(self._get_counts(message_ids))
-
-    async def info(self) -> SessionInfo | None:
-        """The session's record, or None if it does not exist (or expired)."""
-        return await self._db._arun(self._info())
-
-    async def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the session's metadata (a JSON object)."""
-        await self._db._arun(self._set_metadata(metadata))
 
     def __repr__(self) -> str:
         return f"<AsyncSQLiteSession {self.session_id!r} of {self._db.url}>"
