@@ -9,16 +9,15 @@ anything else, including a malformed response, raises ``SummarizerError``.
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .. import _check
-from ..errors import ConfigError, ConvomemError, MissingDependency, SummarizerError, TransientError
+from ..errors import ConfigError, ConvomemError, SummarizerError, TransientError
 from ..model import Message
+from ._openai_chat import ChatClients
 from .summary import Summary, transcript
 
 DEFAULT_PROMPT: Final = """\
@@ -40,14 +39,6 @@ NO_PREVIOUS: Final = "(none yet)"
 
 _PLACEHOLDER = re.compile(r"\{(previous|messages)\}")
 _TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise MissingDependency("LLMSummarizer", "llm", "openai") from None
-    return openai
 
 
 @dataclass(slots=True)
@@ -107,22 +98,15 @@ class LLMSummarizer:
         self.temperature = temperature
         self.max_retries = max_retries
         self.usage = LLMUsage()
-        self._client = client
-        self._async_client = async_client
-        self._lock = threading.Lock()
-        self._openai: Any = None
-        self._api_key: str | None = None
-        if client is None or async_client is None:
-            self._openai = _import_openai()
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if key is None and base_url is not None:
-                key = "unused"  # local OpenAI-compatible servers need no key
-            if key is None:
-                raise ConfigError(
-                    "api_key=None: pass api_key=..., set OPENAI_API_KEY, or give the "
-                    "base_url of a server that needs no key"
-                )
-            self._api_key = key
+        self._clients = ChatClients(
+            "LLMSummarizer",
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            async_client=async_client,
+            timeout=self.timeout,
+            max_retries=max_retries,
+        )
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -176,21 +160,8 @@ class LLMSummarizer:
     def _error(self, exc: Exception) -> ConvomemError:
         if isinstance(exc, ConvomemError):
             return exc
-        status = getattr(exc, "status_code", None)
-        transient = isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
-        openai = self._openai
-        if openai is None:
-            try:
-                openai = _import_openai()
-            except MissingDependency:
-                openai = None
-        if openai is not None and isinstance(
-            exc, openai.APITimeoutError | openai.APIConnectionError
-        ):
-            transient = True
-        if isinstance(exc, TimeoutError | ConnectionError):
-            transient = True
-        what = f"{self.name}: {type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+        transient, kind = self._clients.failure(exc)
+        what = f"{self.name}: {kind}"
         if transient:
             return TransientError(f"{what}: {exc}")
         return SummarizerError(f"{what}: {exc}", errors=(exc,))
@@ -198,28 +169,10 @@ class LLMSummarizer:
     # -- clients ---------------------------------------------------------------------
 
     def _sync(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = self._openai.OpenAI(
-                        api_key=self._api_key,
-                        base_url=self.base_url,
-                        timeout=self.timeout,
-                        max_retries=self.max_retries,
-                    )
-        return self._client
+        return self._clients.sync()
 
     def _async(self) -> Any:
-        if self._async_client is None:
-            with self._lock:
-                if self._async_client is None:
-                    self._async_client = self._openai.AsyncOpenAI(
-                        api_key=self._api_key,
-                        base_url=self.base_url,
-                        timeout=self.timeout,
-                        max_retries=self.max_retries,
-                    )
-        return self._async_client
+        return self._clients.async_()
 
     # -- the twins -------------------------------------------------------------------
 

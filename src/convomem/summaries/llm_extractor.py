@@ -16,14 +16,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .. import _check
-from ..errors import ConfigError, ConvomemError, ExtractionError, MissingDependency, TransientError
+from ..errors import ConfigError, ConvomemError, ExtractionError, TransientError
 from ..retry import RetryPolicy
+from ._openai_chat import ChatClients
 from .extraction import source_role
 from .extractor import Extractor, OfflineExtractor, facts_of
 from .keyed import KeyedFact
@@ -70,16 +69,6 @@ FACTS_SCHEMA: Final[dict[str, Any]] = {
 }
 """The JSON schema of the model's answer."""
 
-_TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise MissingDependency("LLMExtractor", "llm", "openai") from None
-    return openai
-
 
 class LLMExtractor:
     """An ``Extractor`` backed by a chat model (OpenAI-compatible Chat Completions).
@@ -123,22 +112,15 @@ class LLMExtractor:
         self.fallback: Extractor | None = fallback
         self.calls = 0
         self.fallbacks = 0
-        self._client = client
-        self._async_client = async_client
-        self._lock = threading.Lock()
-        self._openai: Any = None
-        self._api_key: str | None = None
-        if client is None or async_client is None:
-            self._openai = _import_openai()
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if key is None and base_url is not None:
-                key = "unused"  # local OpenAI-compatible servers need no key
-            if key is None:
-                raise ConfigError(
-                    "api_key=None: pass api_key=..., set OPENAI_API_KEY, or give the "
-                    "base_url of a server that needs no key"
-                )
-            self._api_key = key
+        self._clients = ChatClients(
+            "LLMExtractor",
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            async_client=async_client,
+            timeout=self.timeout,
+            max_retries=0,  # retried here, with ``retry``
+        )
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -187,15 +169,8 @@ class LLMExtractor:
     def _error(self, exc: Exception) -> ConvomemError:
         if isinstance(exc, ConvomemError):
             return exc
-        status = getattr(exc, "status_code", None)
-        transient = isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
-        openai = self._openai
-        if openai is not None and isinstance(
-            exc, openai.APITimeoutError | openai.APIConnectionError
-        ):
-            transient = True
-        transient = transient or isinstance(exc, TimeoutError | ConnectionError)
-        what = f"{self!r}: {type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+        transient, kind = self._clients.failure(exc)
+        what = f"{self!r}: {kind}"
         return TransientError(f"{what}: {exc}") if transient else ExtractionError(f"{what}: {exc}")
 
     def _batches(self, messages: Sequence[Message]) -> list[Sequence[Message]]:
@@ -208,36 +183,12 @@ class LLMExtractor:
         log.warning("%r: %s; using the fallback extractor for %d messages", self, error, len(batch))
         return self.fallback.extract(batch)
 
-    # -- clients -----------------------------------------------------------------------
-
-    def _sync(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = self._openai.OpenAI(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    timeout=self.timeout,
-                    max_retries=0,
-                )
-        return self._client
-
-    def _async(self) -> Any:
-        with self._lock:
-            if self._async_client is None:
-                self._async_client = self._openai.AsyncOpenAI(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    timeout=self.timeout,
-                    max_retries=0,
-                )
-        return self._async_client
-
     # -- the twins ---------------------------------------------------------------------
 
     def _once(self, batch: Sequence[Message]) -> list[KeyedFact]:
         self.calls += 1
         try:
-            response = self._sync().chat.completions.create(**self.build_request(batch))
+            response = self._clients.sync().chat.completions.create(**self.build_request(batch))
         except Exception as exc:
             raise self._error(exc) from exc
         return self.parse_response(response, batch)
@@ -245,7 +196,9 @@ class LLMExtractor:
     async def _aonce(self, batch: Sequence[Message]) -> list[KeyedFact]:
         self.calls += 1
         try:
-            response = await self._async().chat.completions.create(**self.build_request(batch))
+            response = await self._clients.async_().chat.completions.create(
+                **self.build_request(batch)
+            )
         except Exception as exc:
             raise self._error(exc) from exc
         return self.parse_response(response, batch)
