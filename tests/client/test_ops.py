@@ -19,6 +19,7 @@ from convomem.errors import (
     SessionMoved,
     TransientError,
 )
+from convomem.model import Message
 
 
 def answer(status: int, body: Any = None, **headers: str) -> Response:
@@ -89,7 +90,7 @@ def test_an_append_carries_its_key_and_if_match() -> None:
 
 
 def test_a_moved_session_raises_a_concurrent_update_unless_retries_are_asked() -> None:
-    moved = problem(409, "session-moved", expected=2, actual=5, session_id="s1")
+    moved = problem(409, "precondition-failed", expected=2, actual=5, session_id="s1")
     op = _ops.append("s1", [], if_match=2, idempotency_key=None, retry_conflicts=0, retries=3)
     with pytest.raises(SessionMoved) as info:
         drive(op, Script(moved))
@@ -98,7 +99,7 @@ def test_a_moved_session_raises_a_concurrent_update_unless_retries_are_asked() -
 
 
 def test_a_moved_session_is_retried_at_the_seq_the_problem_names() -> None:
-    moved = problem(409, "session-moved", expected=2, actual=5)
+    moved = problem(409, "precondition-failed", expected=2, actual=5)
     script = Script(moved, answer(200, {"last_seq": 6}))
     op = _ops.append(
         "s1",
@@ -118,9 +119,9 @@ def test_a_moved_session_is_retried_at_the_seq_the_problem_names() -> None:
 
 def test_without_the_seq_in_the_problem_the_session_is_re_read() -> None:
     script = Script(
-        problem(409, "session-moved"),
+        problem(409, "precondition-failed"),
         answer(200, {"last_seq": 9}),
-        problem(409, "session-moved"),
+        problem(409, "precondition-failed"),
         answer(200, {"last_seq": 11}),
         answer(201, {"last_seq": 12}),
     )
@@ -130,8 +131,25 @@ def test_without_the_seq_in_the_problem_the_session_is_re_read() -> None:
     assert methods == [("POST", "1"), ("GET", None), ("POST", "9"), ("GET", None), ("POST", "11")]
 
 
+def test_the_etag_of_a_refused_append_gives_the_seq_to_retry_at() -> None:
+    moved = problem(409, "precondition-failed", field="If-Match", value="1")
+    script = Script(Response(409, {"etag": '"7"'}, moved.body), answer(201, {"last_seq": 8}))
+    op = _ops.append("s1", [], if_match=1, idempotency_key=None, retry_conflicts=1, retries=0)
+    assert drive(op, script) == {"last_seq": 8}
+    assert [r.headers.get("If-Match") for r in script.requests] == ["1", "7"]
+
+
+def test_message_objects_travel_whole_in_convomem_format() -> None:
+    m = Message("m1", "user", 5, content="hi", metadata={"k": 1})
+    dicts, fmt = _ops.message_dicts([m])
+    assert fmt == "convomem" and Message.from_dict(dicts[0]) == m
+    assert _ops.message_dicts([{"role": "user", "content": "x"}], "anthropic")[1] == "anthropic"
+    with pytest.raises(ConfigError, match="mix"):
+        _ops.message_dicts([m, {"role": "user", "content": "x"}])
+
+
 def test_conflict_retries_are_bounded() -> None:
-    script = Script(*[problem(409, "session-moved", actual=4)] * 3)
+    script = Script(*[problem(409, "precondition-failed", actual=4)] * 3)
     op = _ops.append("s1", [], if_match=1, idempotency_key=None, retry_conflicts=2, retries=0)
     with pytest.raises(SessionMoved):
         drive(op, script)
@@ -161,6 +179,6 @@ def test_bad_arguments_raise_before_any_request() -> None:
     with pytest.raises(ConfigError, match="id="):
         _ops.path("sessions", "")
     with pytest.raises(ConfigError, match="not one"):
-        _ops.message_dicts({"role": "user", "content": "x"})  # type: ignore[arg-type]
+        _ops.message_dicts({"role": "user", "content": "x"})
     with pytest.raises(ConfigError, match="content="):
         _ops.chat_request("s1", "hi", {"role": "user", "content": "hi"}, None, None)

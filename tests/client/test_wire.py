@@ -17,11 +17,16 @@ from convomem.errors import (
     Unauthorized,
 )
 
-slugs = st.sampled_from(["not-found", "session-moved", "message-conflict", "invalid", "x"])
+slugs = st.sampled_from(
+    ["not-found", "precondition-failed", "message-conflict", "idempotency-conflict", "conflict"]
+)
+statuses = st.one_of(
+    st.sampled_from([401, 403, 404, 409, 422, 429, 500, 503]), st.integers(400, 599)
+)
 values = st.one_of(st.none(), st.integers(), st.text(max_size=5))
 
 
-@given(st.integers(400, 599), slugs, st.text(max_size=20), values, values)
+@given(statuses, slugs, st.text(max_size=20), st.one_of(values, st.just("If-Match")), values)
 def test_every_error_status_maps_to_its_family(
     status: int, slug: str, detail: str, field: object, value: object
 ) -> None:
@@ -41,8 +46,12 @@ def test_every_error_status_maps_to_its_family(
         assert isinstance(err, Unauthorized | PermissionError)
     elif status == 404:
         assert isinstance(err, NotFound | LookupError)
+    elif status == 409 and slug.endswith("-conflict") and slug != "conflict":
+        assert isinstance(err, MessageConflict)
+    elif status == 409 and (slug == "precondition-failed" or field == "If-Match"):
+        assert isinstance(err, ConcurrentUpdate)
     elif status == 409:
-        assert isinstance(err, ConcurrentUpdate | MessageConflict)
+        assert type(err) is ServiceError
     elif status in (429, 502, 503, 504):
         assert isinstance(err, TransientError)
     elif status < 500:

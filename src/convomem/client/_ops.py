@@ -18,7 +18,6 @@ from collections.abc import Generator, Iterable, Mapping
 from typing import Any, Final, TypeAlias, TypeVar
 
 from ..errors import ConfigError, SessionMoved, TransientError
-from ..formats.openai import to_openai
 from ..model import Message
 from ._wire import (
     Request,
@@ -86,26 +85,30 @@ def _params(**values: Any) -> dict[str, str | int]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def message_dicts(messages: Iterable[Mapping[str, Any] | Message]) -> list[dict[str, Any]]:
-    """The ``messages`` of an append body: provider dicts as they are; a ``Message`` as
-    its OpenAI dict carrying its id (so a retried append stays idempotent)."""
+def message_dicts(
+    messages: Iterable[Mapping[str, Any] | Message], format: str | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The ``messages`` (and ``format``) of an append body: provider dicts as they are
+    (``format`` says which provider: ``"openai"``, the default, or ``"anthropic"``);
+    ``Message`` objects whole, as convomem's own format (ids, token counts, metadata
+    kept, so a retried append stays idempotent). The two are not mixed in one call."""
     if isinstance(messages, (str, bytes, Mapping, Message)):
         raise ConfigError(f"messages={messages!r}: must be a list of messages, not one")
+    items = list(messages)
+    objects = [isinstance(m, Message) for m in items]
+    if any(objects):
+        if not all(objects) or format not in (None, "convomem"):
+            raise ConfigError(
+                "messages: Message objects are sent as format='convomem'; "
+                "do not mix them with provider dicts"
+            )
+        return [m.to_dict() for m in items if isinstance(m, Message)], "convomem"
     out: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        if isinstance(m, Message):
-            dicts = to_openai([m])
-            if len(dicts) != 1:
-                raise ConfigError(
-                    f"messages[{i}]={m!r}: becomes {len(dicts)} OpenAI messages; "
-                    "send its provider dicts instead"
-                )
-            out.append({**dicts[0], "id": m.id})
-        elif isinstance(m, Mapping):
-            out.append(dict(m))
-        else:
+    for i, m in enumerate(items):
+        if not isinstance(m, Mapping):
             raise ConfigError(f"messages[{i}]={m!r}: must be a dict or a Message")
-    return out
+        out.append(dict(m))
+    return out, format
 
 
 def create_session(
@@ -131,6 +134,7 @@ def append(
     session_id: str,
     messages: list[dict[str, Any]],
     *,
+    format: str | None = None,
     if_match: int | None,
     idempotency_key: str | None,
     retry_conflicts: int,
@@ -139,6 +143,9 @@ def append(
     """``POST /v1/sessions/{id}/messages``; on a 409 of a moved session, re-read the
     session's seq and try again, up to ``retry_conflicts`` times."""
     url = path("sessions", session_id, "messages")
+    body: dict[str, Any] = {"messages": messages}
+    if format is not None:
+        body["format"] = format
     base = idempotency_key or new_key()
     conflicts = 0
     while True:
@@ -148,9 +155,7 @@ def append(
         headers = {"Idempotency-Key": key}
         if if_match is not None:
             headers["If-Match"] = str(if_match)
-        response = yield from call(
-            Request("POST", url, json={"messages": messages}, headers=headers), retries
-        )
+        response = yield from call(Request("POST", url, json=body, headers=headers), retries)
         if response.status == 409 and if_match is not None and conflicts < retry_conflicts:
             error = error_for(response)
             if isinstance(error, SessionMoved):
@@ -236,7 +241,9 @@ def chat_request(
         raise ConfigError("chat: give content= (a string) or message= (a dict), not both")
     body: dict[str, Any] = {}
     if message is not None:
-        body["message"] = message_dicts([message])[0]
+        (body["message"],), fmt = message_dicts([message])
+        if fmt is not None:
+            body["format"] = fmt
     else:
         body["content"] = content
     if budget is not None:

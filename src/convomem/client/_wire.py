@@ -121,16 +121,25 @@ def slug(problem: Mapping[str, Any]) -> str:
 def error_for(response: Response) -> ServiceError:
     """The typed error of a non-2xx response (problem details or not).
 
-    The status decides the family; within 409 the problem's ``type`` tells a moved
-    session (``If-Match``) from a message id stored with other content.
+    The status decides the family. Within 409, the problem's ``type`` tells a message
+    id (or an ``Idempotency-Key``) reused with other content from a session that moved
+    past ``If-Match`` (whose seq the ``ETag`` header carries) from other conflicts.
     """
     problem = _problem(response)
     status = response.status
     kind = slug(problem)
     if status == 409:
-        if "message" in kind or "id" in kind.split("-"):
+        if kind in ("message-conflict", "idempotency-conflict"):
             return MessageIdConflict(status, problem)
-        return SessionMoved(status, problem)
+        if kind == "precondition-failed" or problem.get("field") in _SEQ_FIELDS:
+            moved = SessionMoved(status, problem)
+            if moved.actual < 0:
+                seq = _etag_seq(response.headers.get("etag"))
+                if seq is None and moved.field in ("seq", "state_version"):
+                    seq = moved.value if isinstance(moved.value, int) else None
+                moved.actual = -1 if seq is None else seq
+            return moved
+        return ServiceError(status, problem)
     if status in (401, 403):
         return Unauthorized(status, problem)
     if status == 404:
@@ -142,6 +151,17 @@ def error_for(response: Response) -> ServiceError:
     if 400 <= status < 500:
         return RequestInvalid(status, problem)
     return ServiceError(status, problem)
+
+
+_SEQ_FIELDS: Final = ("If-Match", "seq", "state_version")
+
+
+def _etag_seq(etag: str | None) -> int | None:
+    """The seq of an ``ETag: "12"`` header (weak or strong)."""
+    if etag is None:
+        return None
+    text = etag.strip().removeprefix("W/").strip('"')
+    return int(text) if text.isdigit() else None
 
 
 def bad_answer(what: str, problem: str) -> ServiceError:

@@ -111,17 +111,20 @@ class AsyncClient:
         session_id: str,
         messages: Iterable[Mapping[str, Any] | Message],
         *,
+        format: str | None = None,
         if_match: int | None = None,
         idempotency_key: str | None = None,
         retry_conflicts: int = 0,
     ) -> dict[str, Any]:
-        """``POST /v1/sessions/{id}/messages`` with OpenAI or Anthropic dicts (or
-        ``Message`` objects). ``if_match`` is the seq this writer saw: a session that
-        moved gives ``SessionMoved`` (409), or, with ``retry_conflicts=n``, is re-read
-        and the append sent again up to n times."""
+        """``POST /v1/sessions/{id}/messages`` with OpenAI dicts (``format="anthropic"``:
+        Anthropic's), or ``Message`` objects. ``if_match`` is the seq this writer saw: a
+        session that moved gives ``SessionMoved`` (409), or, with ``retry_conflicts=n``,
+        is re-read and the append sent again up to n times."""
+        dicts, fmt = _ops.message_dicts(messages, format)
         op = _ops.append(
             session_id,
-            _ops.message_dicts(messages),
+            dicts,
+            format=fmt,
             if_match=if_match,
             idempotency_key=idempotency_key,
             retry_conflicts=self._config.count("retry_conflicts", retry_conflicts),
