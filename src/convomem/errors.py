@@ -294,6 +294,8 @@ class ServiceProblem(ConvomemError):
         self.field = field
         self.value = value
         self.headers = headers or {}
+
+
 # -- the HTTP service, as its client sees it -----------------------------------------------
 
 

@@ -25,6 +25,7 @@ from ..errors import ConvomemError, StoreError, TransientError
 from . import routes_health, routes_messages, routes_sessions
 from .deps import new_state
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
+from .routes_chat import router as chat_router
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_health.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_messages.router)
+    app.include_router(chat_router)
 
     _install_errors(app)
     _install_middleware(app, settings)
