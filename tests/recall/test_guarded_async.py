@@ -18,6 +18,10 @@ from convomem.retry import CircuitBreaker
 from convomem.stores import aopen_store
 
 LOGGER = "convomem.recall"
+# Deadlines: one a healthy search never misses, even on a loaded CI machine, and one for
+# tests where a blocked search must time out and a healthy one must then answer "ok".
+HEALTHY = 60.0
+LATE_THEN_OK = 1.0
 
 
 class FakeClock:
@@ -97,7 +101,7 @@ async def test_ok_then_transient_failures_then_recovery(
     index: AsyncRecallIndex, faulty: AsyncFaulty, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    guard = AsyncGuardedRecall(faulty)
+    guard = AsyncGuardedRecall(faulty, deadline=HEALTHY)
     out = await guard.search("peanuts", user_id="maya", k=1)
     assert out.ok and out.hits == await index.search("peanuts", user_id="maya", k=1)
     faulty.fail_next = 2
@@ -119,7 +123,7 @@ async def test_stuck_searches_fill_the_workers_then_answer_at_once(
     faulty: AsyncFaulty, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    guard = AsyncGuardedRecall(faulty, deadline=0.02, workers=1)
+    guard = AsyncGuardedRecall(faulty, deadline=LATE_THEN_OK, workers=1)
     faulty.gate, faulty.stubborn = asyncio.Event(), True
     assert (await guard.search("peanuts", user_id="maya")).status == "timeout"
     stuck = await guard.search("peanuts", user_id="maya")
@@ -134,7 +138,7 @@ async def test_stuck_searches_fill_the_workers_then_answer_at_once(
 async def test_the_breaker_stops_calls_and_recovers(faulty: AsyncFaulty) -> None:
     clock = FakeClock()
     guard = AsyncGuardedRecall(
-        faulty, breaker=CircuitBreaker(failures=2, reset_after=5.0, clock=clock)
+        faulty, deadline=HEALTHY, breaker=CircuitBreaker(failures=2, reset_after=5.0, clock=clock)
     )
     faulty.always = TransientError("down")
     statuses = [(await guard.search("a", user_id="maya")).status for _ in range(4)]
@@ -159,7 +163,7 @@ async def test_a_cancelled_caller_cancels_its_search(faulty: AsyncFaulty) -> Non
 
 
 async def test_caller_errors_raise_and_other_methods_pass_through(faulty: AsyncFaulty) -> None:
-    guard = AsyncGuardedRecall(faulty, breaker=CircuitBreaker(failures=1))
+    guard = AsyncGuardedRecall(faulty, deadline=HEALTHY, breaker=CircuitBreaker(failures=1))
     with pytest.raises(ConfigError, match=r"^user_id="):
         await guard.search("q", user_id="")
     with pytest.raises(ConfigError, match=r"^kinds="):
