@@ -176,9 +176,9 @@ class Tiers:
         except ConvomemError as exc:
             return self._failed(op, exc)
 
-    def _failed(self, op: TierOp, exc: BaseException) -> Any:
-        if op.what == "flush":
-            raise exc
+    def _failed(self, op: TierOp, exc: ConvomemError) -> Any:
+        if op.what == "flush" or isinstance(exc, ConfigError):
+            raise exc  # a misuse (a sync call on an async index), or flush's report
         self.last_error = exc
         if op.what == "search":
             return [], "failed", str(exc)
