@@ -289,6 +289,48 @@ def test_emergency_compaction_when_the_tiers_do_not_fit() -> None:
         assert "huge" in {m.id for m in ctx}
 
 
+def test_emergency_compaction_folds_just_enough_when_facts_grew() -> None:
+    """Another session of the user saved many facts: after this one's save merged them,
+    its view leaves less room than the tiers need; the oldest history goes (no summary
+    here: it is dropped, and recallable), only as much as needed."""
+    with open_store("sqlite://") as db, RecallIndex(db) as idx:
+        shares = ContextBudget(1000, facts=0.3, recall=0.15)
+        a = memory(
+            db, "s1", "ana", idx, 1000, trigger=1.0, target=0.95, summary=False, shares=shares
+        )
+        a.add("system", "Be brief.", id="sys")
+        for k in range(40):
+            a.add_message(said(f"u{k}", text(k, 12), 1e9 + k))
+            a.add_message(Message(f"a{k}", "assistant", content=text(500 + k, 12)))
+        b = memory(db, "s2", "ana", idx, 1000)
+        b.add_message(
+            said(
+                "b1",
+                "My name is Ana. I live in Lisbon. I am allergic to peanuts. My email is "
+                "ana@example.com. I work as a nurse. I have two kids. My phone is 555-1234. "
+                "I am 34 years old. My favourite color is blue.",
+            )
+        )
+        b.flush()
+        a.add_message(said("a-fact", "I like jazz."))
+        a.flush()  # loses to b's save: merges b's facts
+        before = a.stats()
+        assert before.facts["conflicts"] == 1 and before.facts["count"] == 10  # type: ignore[index]
+        ctx = a.context("messages", query="parcel delayed news support")
+        after = a.stats()
+        assert after.emergency_compactions == 1
+        assert after.compactions == before.compactions + 1
+        assert cost(ctx) <= 1000
+        split = after.budget_split
+        assert split is not None and split["facts"] > 0 and split["recall"] > 0
+        assert split["history"] > 500  # just enough went, not the whole history
+        a.flush()
+        gone = {m.id for m in a.messages()} - {m.id for m in a._view_engine.log.kept()}
+        for mid in gone - {"sys"}:
+            m = next(m for m in a.messages() if m.id == mid)
+            assert mid in {h.message_id for h in idx.search(m.text(), user_id="ana", k=3)}
+
+
 def test_bad_options() -> None:
     with open_store("sqlite://") as db, RecallIndex(db) as idx:
         with pytest.raises(ConfigError, match="recall="):

@@ -151,7 +151,7 @@ class TieredCore:
         _, want_f, want_r, _ = t.message(1 << 30, hits, in_view)
         emergency = want_f + want_r > room
         if emergency and next(iter(engine.log.evictable()), None) is not None:
-            folded = yield from self._emergency_gen()
+            folded = yield from self._emergency_gen(want_f + want_r - room)
             if folded:
                 v = self._view()
                 room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
@@ -191,10 +191,15 @@ class TieredCore:
         }
         return v, msg
 
-    def _emergency_gen(self) -> Gen[bool]:
-        """Fold everything evictable (target 0); whether the view changed."""
+    def _emergency_gen(self, deficit: int) -> Gen[bool]:
+        """Fold (or drop) the oldest history until ``deficit`` more tokens are free;
+        whether the view changed."""
+        engine = self._view_engine
+        share = engine.share(self._summary_reserve())
+        free = engine.free_tokens()
+        target = 0.0 if share <= 0 else min(1.0, max(0.0, (free - deficit) / share))
         before = self._compactions_now()
-        yield from self._compact_gen(target=0.0)
+        yield from self._compact_gen(target=target)
         if self._compactions_now() == before:
             return False
         if self._durable:
@@ -204,6 +209,7 @@ class TieredCore:
 
     # the core's (SessionCore, Durable)
     _compactions_now: Callable[[], int]
+    _summary_reserve: Callable[[], int]
     _compact_gen: Callable[..., Gen[None]]
     _dsave_gen: Callable[[], Gen[None]]
     _view: Callable[[], View]
@@ -292,7 +298,7 @@ def tier_stats(t: Tiers | None, emergencies: int) -> dict[str, Any]:
             "count": 0 if h is None else len(h),
             "tokens": t.split.get("facts", 0),
             "reserve": t.facts_tokens,
-            "extracted": 0 if h is None else h.extracted,
+            "extracted": t.extracted,
             "version": t.version,
             "unsaved": len(t.pending),
             "saves": t.saves,

@@ -46,8 +46,12 @@ class TierOp:
 def _guard(recall: Any) -> tuple[Any, Any, bool]:
     """``(searcher, index, guarded)``: a plain index is wrapped in ``GuardedRecall``
     when that module is there (deadline, circuit breaker)."""
-    if hasattr(recall, "index") and type(recall).__name__.endswith("GuardedRecall"):
-        return recall, recall.index, True
+    if type(recall).__name__.endswith("GuardedRecall"):
+        for name in ("index", "inner", "_index"):
+            inner = getattr(recall, name, None)
+            if callable(getattr(inner, "facts", None)):
+                return recall, inner, True
+        return recall, recall, True
     try:
         guarded = importlib.import_module("convomem.recall.guarded")
     except ImportError:
@@ -109,7 +113,7 @@ class Tiers:
         self.last_recall: dict[str, Any] = {"status": "off" if recall is None else "ok"}
         self.last_error: BaseException | None = None
         self.saves = self.conflicts = self.segments_started = self.widened = 0
-        self.emergency = 0
+        self.extracted = 0  # messages this memory handed to the extractor
         self.split: dict[str, int] = {}
 
     @property
@@ -218,9 +222,11 @@ class Tiers:
             return
         new = h.unseen(messages)
         if new:
-            h.add_messages(new, session_id=self.session_id)
+            changed = h.add_messages(new, session_id=self.session_id)
+            self.extracted += len(new)
             self.pending += [m.id for m in new]
-            self._refacts()
+            if changed:
+                self._refacts()
 
     async def _aextract(self, messages: list[Message]) -> None:
         h = self.history
@@ -228,9 +234,11 @@ class Tiers:
             return
         new = h.unseen(messages)
         if new:
-            await h.aadd_messages(new, session_id=self.session_id)
+            changed = await h.aadd_messages(new, session_id=self.session_id)
+            self.extracted += len(new)
             self.pending += [m.id for m in new]
-            self._refacts()
+            if changed:
+                self._refacts()
 
     def _merged(self, fresh: FactHistory) -> FactHistory:
         """``fresh`` (another session's save) plus what this one extracted since its

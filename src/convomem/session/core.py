@@ -66,6 +66,9 @@ class SessionCore(Durable, TieredCore):
         self._prev: list[Message] | None = None
         self._prefix_kept: bool | None = None
         self._to_index: list[tuple[list[Message], str | None, list[int] | None]] = []
+        tiers = getattr(self, "_tiers", None)
+        if tiers is not None:
+            tiers.last_user = None
 
     def _summary_reserve(self) -> int:
         """What the compaction keeps free beside the history: the summary's reserve and
@@ -140,6 +143,8 @@ class SessionCore(Durable, TieredCore):
             counted.append((m, log.count(m)))
         self._reset()
         self._loaded = True
+        if self._tiers is not None:
+            self._tiers.load_state(None)  # the drift detector follows the replay
         for m, t in counted:
             yield from self._tier_drift_gen(m)
             self._apply(m, t)
@@ -272,6 +277,8 @@ class SessionCore(Durable, TieredCore):
         self._rs.clear()
         self._reset()
         self._view_engine.compressions.clear()
+        if self._tiers is not None:
+            self._tiers.load_state(None)  # a new conversation: a new opening topic
         if self._durable:  # the stored state described the cleared log
             yield from self._dclear_state_gen()
             return
