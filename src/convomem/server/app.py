@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
-from . import routes_health, routes_messages, routes_sessions
+from . import routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
 from .settings import Settings
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_health.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_messages.router)
+    app.include_router(routes_users.router)
 
     _install_errors(app)
     _install_middleware(app, settings)

@@ -162,6 +162,9 @@ async def append_messages(
         svc.metrics.add("compactions", st.compactions - before[0])
         svc.metrics.add("summarizer_calls", st.summarizer_calls - before[1])
     last: int = memory._last  # the newest seq this memory wrote or saw
+    if svc.recall is not None and info.user_id is not None and added:
+        # Each message once (the index skips ids it holds): O(new messages) per request.
+        await svc.recall.add(added, user_id=info.user_id, session_id=session_id, tenant=key.tenant)
     response.headers["ETag"] = f'"{last}"'
     return AppendResponse(
         session_id=session_id,
