@@ -24,6 +24,7 @@ from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
 from . import routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state
+from .models import ProblemOut, problem_responses
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
 from .settings import Settings
 
@@ -63,14 +64,42 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     new_state(app.state, settings)
 
-    app.include_router(routes_health.router)
-    app.include_router(routes_sessions.router)
-    app.include_router(routes_messages.router)
-    app.include_router(routes_users.router)
+    api = problem_responses(400, 401, 404, 409, 413, 422, 429, 503)
+    app.include_router(routes_health.router, responses=problem_responses(503))
+    app.include_router(routes_sessions.router, responses=api)
+    app.include_router(routes_messages.router, responses=api)
+    app.include_router(routes_users.router, responses=api)
+    _register_problem_schema(app)
 
     _install_errors(app)
     _install_middleware(app, settings)
     return app
+
+
+def _register_problem_schema(app: FastAPI) -> None:
+    """Put ``ProblemOut`` in the OpenAPI components (the responses refer to it)."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+            schemas["ProblemOut"] = ProblemOut.model_json_schema()
+            for path in spec.get("paths", {}).values():  # FastAPI's own 422 body is not ours
+                for op in path.values():
+                    if isinstance(op, dict) and "422" in op.get("responses", {}):
+                        op["responses"]["422"] = problem_responses(422)[422]
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _install_errors(app: FastAPI) -> None:

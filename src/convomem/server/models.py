@@ -108,3 +108,25 @@ class ContextResponse(BaseModel):
     format: Literal["openai", "anthropic"]
     context: Any = Field(description="OpenAI messages (a list) or Anthropic's {system, messages}")
     accounting: Accounting
+
+
+class ProblemOut(BaseModel):
+    """A problem document (RFC 9457), the body of every error."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    field: str | None = None
+    value: Any = None
+
+
+def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries documenting problem responses with these status codes."""
+    from .problems import MEDIA_TYPE
+
+    schema = {"$ref": "#/components/schemas/ProblemOut"}
+    return {
+        code: {"description": "a problem document", "content": {MEDIA_TYPE: {"schema": schema}}}
+        for code in codes
+    }

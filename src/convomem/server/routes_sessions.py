@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Response
 
@@ -58,7 +59,7 @@ async def create_session(body: SessionCreate, key: Key, svc: Svc, response: Resp
         info = await store.info()
         if info is None:  # expired at once (a zero TTL) or deleted meanwhile
             raise not_found("session", sid)
-        response.headers["Location"] = f"/v1/sessions/{sid}"
+        response.headers["Location"] = f"/v1/sessions/{quote(sid, safe='')}"
         response.headers["ETag"] = f'"{info.last_seq}"'
         return session_out(info)
     if info.user_id != body.user_id or info.metadata != body.metadata:
