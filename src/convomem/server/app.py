@@ -36,7 +36,9 @@ def _problem_response(p: Problem) -> JSONResponse:
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    parts = [str(x) for x in loc if x not in ("body", "query", "path", "header")]
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    parts = [str(x) for x in loc]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
