@@ -15,6 +15,7 @@ session's memory resumed from the store.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,9 +163,37 @@ def session_store(services: Services, key: ApiKey, session_id: str) -> AsyncSess
     return services.db.session(session_id, tenant=key.tenant)
 
 
+TTL_KEY = "convomem:ttl_seconds"
+"""The metadata key holding a session's own TTL (keys starting ``convomem:`` are the
+service's: refused in requests, left out of responses)."""
+
+
+def ttl_of(info: SessionInfo) -> float | None:
+    ttl = info.metadata.get(TTL_KEY)
+    return float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+
+
+def expires_at(info: SessionInfo) -> float | None:
+    """When the session expires: its own TTL after its last write, or the store's."""
+    ttl = ttl_of(info)
+    own = None if ttl is None else info.updated_at + ttl
+    if own is None or info.expires_at is None:
+        return own if info.expires_at is None else info.expires_at
+    return min(own, info.expires_at)
+
+
+def expired(info: SessionInfo, now: float | None = None) -> bool:
+    at = expires_at(info)
+    return at is not None and at <= (time.time() if now is None else now)
+
+
 async def session_info(services: Services, key: ApiKey, session_id: str) -> SessionInfo:
-    """The session's info, or the one 404 (another tenant's session is not found either)."""
+    """The session's info, or the one 404 (another tenant's session is not found either).
+    A session past its own TTL is deleted here, on first access after it expired."""
     info = await session_store(services, key, session_id).info()
+    if info is not None and expired(info):
+        await services.db.delete_session(session_id, tenant=key.tenant)
+        info = None
     if info is None:
         raise not_found("session", session_id)
     return info

@@ -30,6 +30,13 @@ class SessionCreate(_Strict):
     id: str | None = Field(default=None, pattern=_ID, description="the session id")
     user_id: str = Field(pattern=_ID, description="the user who owns the session")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=10 * 365 * 86400,
+        description="the session expires this long after its last write (and the store's "
+        "own TTL, when it has one, still applies)",
+    )
 
 
 class SessionOut(BaseModel):
@@ -41,6 +48,7 @@ class SessionOut(BaseModel):
     created_at: float
     updated_at: float
     expires_at: float | None
+    ttl_seconds: float | None = None
     message_count: int
     last_seq: int
 
