@@ -23,6 +23,7 @@ from fastapi import Request
 
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
+from .idempotency import Idempotency
 from .keys import KeyStore
 from .limits import Buckets, LocalBuckets, RedisBuckets, retry_after
 from .metrics import Metrics
@@ -60,6 +61,7 @@ class Services:
     """An ``AsyncRecallIndex`` (None: recall is off)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Objects of parts added later (the chat route's HTTP client...), one key each."""
+    idempotency: Idempotency | None = None
 
     async def aclose(self) -> None:
         if self.recall is not None:
@@ -86,7 +88,7 @@ async def open_services(settings: Settings, metrics: Metrics) -> Services:
     except BaseException:
         await db.aclose()
         raise
-    return Services(settings, db, keys, metrics, limiter, recall)
+    return Services(settings, db, keys, metrics, limiter, recall, idempotency=Idempotency(db))
 
 
 async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
