@@ -1,22 +1,28 @@
 """A request's work does not grow with the session's length: the store rows read and the
-statements sent by an append and by a context are the same at 200 and at 1,000 messages
+statements sent by an append and by a context are the same at 200 and at 800 messages
 (the memory resumes from the derived state: the view's rows and the tail since the last
-state, both bounded by the budget)."""
+state, both bounded by the budget).
+
+With recall on, a context also searches the user's index: its statements stay the same,
+the rows it reads are the search's (posting lists grow with what the user said, as in any
+inverted index), so the row counts are compared with recall off."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import count
 
+import pytest
 from fastapi.testclient import TestClient
 
 Key = Callable[[str], dict[str, str]]
 
 
+@pytest.mark.parametrize("use_recall", [False, True], ids=["recall-off", "recall-on"])
 def test_append_and_context_work_is_flat_in_the_sessions_length(
-    make_client: Callable[..., TestClient], make_key: Key
+    use_recall: bool, make_client: Callable[..., TestClient], make_key: Key
 ) -> None:
-    client = make_client(budget=1000, rate_per_second=0)
+    client = make_client(budget=1000, rate_per_second=0, use_recall=use_recall)
     h = make_key("acme")
     client.post("/v1/sessions", json={"id": "s", "user_id": "u"}, headers=h)
     serial = count()
@@ -60,7 +66,10 @@ def test_append_and_context_work_is_flat_in_the_sessions_length(
 
     grow_to(200)
     short = worst()
-    grow_to(1000)
+    grow_to(800)
     long = worst()
-    assert long == short, (short, long)
-    assert short[0] < 60 and short[2] < 60  # O(view): about 20 messages fit 1,000 tokens
+    if use_recall:
+        assert (long[1], long[3]) == (short[1], short[3]), (short, long)
+    else:
+        assert long == short, (short, long)
+        assert short[0] < 60 and short[2] < 60  # O(view): about 20 messages fit 1,000 tokens

@@ -14,6 +14,8 @@ Key = Callable[[str], dict[str, str]]
 def _seed(client: TestClient, h: dict[str, str], sid: str, user: str, texts: list[str]) -> None:
     r = client.post("/v1/sessions", json={"id": sid, "user_id": user}, headers=h)
     assert r.status_code == 201
+    if not texts:
+        return
     msgs = [{"role": "user", "content": t} for t in texts]
     assert (
         client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs}, headers=h).status_code
@@ -77,3 +79,32 @@ def test_without_recall_search_and_facts_are_400_problems(
     assert client.get("/v1/users/ana/facts", headers=h).status_code == 400
     erased = client.delete("/v1/users/ana", headers=h)
     assert erased.status_code == 200 and erased.json()["sessions"] == 1
+
+
+def test_facts_current_and_history_and_recall_in_a_context(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    client = make_client(budget=600, recall_deadline=None)
+    h = make_key("acme")
+    first = [{"role": "user", "content": "I live in Lisbon. I am allergic to peanuts."}]
+    filler = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"filler {i} weather " * 6}
+        for i in range(30)
+    ]
+    _seed(client, h, "s1", "ana", [])
+    msgs = {"messages": [*first, *filler, {"role": "user", "content": "I moved to Porto."}]}
+    assert client.post("/v1/sessions/s1/messages", json=msgs, headers=h).status_code == 201
+    facts = client.get("/v1/users/ana/facts", headers=h).json()
+    current = {f["attribute"]: f["value"] for f in facts["current"]}
+    assert current["city"] == "Porto" and current["allergy:peanuts"] == "yes"
+    cities = [f["value"] for f in facts["history"] if f["attribute"] == "city"]
+    assert cities == ["Lisbon", "Porto"]
+    _seed(client, h, "s2", "ana", ["what about my allergy?"])
+    r = client.get("/v1/sessions/s2/context", params={"query": "peanuts allergy"}, headers=h)
+    ctx, acc = r.json()["context"], r.json()["accounting"]
+    assert "allergic to: peanuts" in ctx[0]["content"]  # the facts tier
+    assert acc["recall_status"] == "ok" and acc["recalled"][0]["session_id"] == "s1"
+    assert acc["tokens"] == acc["split"]["total"] <= acc["budget"]
+    assert acc["kept"] == [
+        client.get("/v1/sessions/s2/messages", headers=h).json()["messages"][0]["id"]
+    ]

@@ -68,7 +68,7 @@ def _blank(text: str, *names: str) -> str:
 def _seed(client: TestClient, h: dict[str, str], s: str, u: str, words: str) -> None:
     assert client.post("/v1/sessions", json={"id": s, "user_id": u}, headers=h).status_code == 201
     msgs = [
-        {"role": "user", "content": f"I live in {words} and I love {words}"},
+        {"role": "user", "content": f"I live in {words} and my code is secret-{words}"},
         {"role": "assistant", "content": f"Noted: {words}."},
     ]
     r = client.post(f"/v1/sessions/{s}/messages", json={"messages": msgs}, headers=h)
@@ -127,5 +127,5 @@ def test_the_same_ids_in_two_tenants_stay_apart(
     before = _state(client, b, "s", "u")
     r = _call(client, a, route, "s", "u")
     assert r.status_code < 500
-    assert "porto" not in r.text.lower()
+    assert "secret-porto" not in r.text.lower()
     assert _state(client, b, "s", "u") == before

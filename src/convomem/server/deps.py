@@ -62,6 +62,20 @@ class Services:
     extra: dict[str, Any] = field(default_factory=dict)
     """Objects of parts added later (the chat route's HTTP client...), one key each."""
     idempotency: Idempotency | None = None
+    context_recall: Any = None
+    """What sessions' contexts recall through: ``recall`` behind a ``GuardedRecall``
+    (deadline and circuit breaker) unless ``settings.recall_deadline`` is None."""
+
+    def __post_init__(self) -> None:
+        if self.context_recall is None and self.recall is not None:
+            if self.settings.recall_deadline is None:
+                self.context_recall = self.recall
+            else:
+                from ..recall.guarded import AsyncGuardedRecall
+
+                self.context_recall = AsyncGuardedRecall(
+                    self.recall, deadline=self.settings.recall_deadline
+                )
 
     async def aclose(self) -> None:
         if self.recall is not None:
@@ -94,6 +108,8 @@ async def open_services(settings: Settings, metrics: Metrics) -> Services:
 async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
     from ..stores.url import parse_store_url
 
+    if not settings.use_recall:
+        return None
     if settings.recall is not None:
         from ..recall.index_async import AsyncRecallIndex
 
@@ -211,11 +227,15 @@ def session_budget(services: Services, info: SessionInfo) -> int:
 
 def open_memory(services: Services, key: ApiKey, info: SessionInfo) -> ConversationMemory:
     """The session's memory; it resumes from the store on first use (see the module
-    docstring)."""
+    docstring). With a recall index it is the tiered memory: the user's facts and what
+    recall finds for the query join the context, and what the view evicts is indexed."""
+    recall = services.context_recall if info.user_id is not None else None
     return ConversationMemory(
         budget=session_budget(services, info),
         tokenizer=services.settings.tokenizer,
-        store=session_store(services, key, info.session_id),
+        store=services.db.session(info.session_id, user_id=info.user_id, tenant=key.tenant),
+        recall=recall,
+        recall_k=services.settings.recall_k,
     )
 
 

@@ -108,7 +108,12 @@ class Accounting(BaseModel):
     waiting: int = Field(description="held back: their tool call awaits its result")
     compactions: int
     summary: SummaryOut | None
-    recalled: list[dict[str, Any]]
+    recalled: list[dict[str, Any]] = Field(
+        description="recall hits for the query: message_id, session_id, kind, score, shown"
+    )
+    recall_status: str = Field(description="ok, failed, timeout, open (breaker) or off")
+    facts: dict[str, Any] | None = Field(description="the long-term facts tier (None: off)")
+    split: dict[str, int] = Field(description="tokens per tier: system, facts, recall, ...")
     why: dict[str, str]
 
 

@@ -156,6 +156,7 @@ async def append_messages(
     try:
         for m in messages:
             added.append(await memory.aadd_message(m))
+        await memory.wait()  # what left the view indexed, the user's facts saved: now
     except MessageConflict as exc:
         if idempotency_key is not None and exc.message_id.startswith("idem-"):
             raise _reused(idempotency_key) from None
@@ -223,7 +224,7 @@ async def get_context(
     info = await session_info(svc, key, session_id)
     memory = open_memory(svc, key, info)
     before = memory.stats()
-    kept = await memory.acontext("messages")
+    kept = await memory.acontext("messages", query=query)
     context: Any
     dropped = 0
     if budget is not None and budget < memory.budget:
@@ -236,7 +237,7 @@ async def get_context(
         kept = list(packed.messages)
         context = _render(kept, format)
     else:
-        context = await memory.acontext(format)
+        context = await memory.acontext(format, query=query)
     st = memory.stats()
     svc.metrics.add("compactions", st.compactions - before.compactions)
     svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
