@@ -3,7 +3,6 @@ API keys of any tenant (``make_key``)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,22 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from _server_support import create_key
 from convomem.server import Settings, create_app
-from convomem.server.keys import KeyStore
-from convomem.stores import aopen_store
-
-
-def create_key(store: str, tenant: str) -> str:
-    """A new key of ``tenant`` in the store ``store`` names (as `convomem keys create`)."""
-
-    async def run() -> str:
-        db = await aopen_store(store)
-        try:
-            return (await KeyStore(db).create(tenant)).key
-        finally:
-            await db.aclose()
-
-    return asyncio.run(run())
 
 
 @pytest.fixture

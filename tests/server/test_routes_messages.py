@@ -67,13 +67,30 @@ def test_idempotency_key_and_message_ids(client: TestClient, make_key: Key) -> N
     other = {"messages": [{"role": "user", "content": "something else"}, body["messages"][1]]}
     r = client.post("/v1/sessions/s1/messages", json=other, headers=idem)
     assert r.status_code == 409 and r.json()["type"].endswith("/idempotency-conflict")
+    # a replay is answered from the record even after the session moved on
+    client.post(
+        "/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": "z"}]}, headers=h
+    )
+    late = client.post("/v1/sessions/s1/messages", json=body, headers=idem)
+    assert late.json() == first.json() and late.headers["etag"] == first.headers["etag"] == '"2"'
+    assert late.headers["idempotent-replayed"] == "true"
+    # the key is checked against the body even when every message has its own id
+    ided = {"messages": [{"id": "a-1", "role": "user", "content": "q"}]}
+    k2 = h | {"Idempotency-Key": "k-2"}
+    assert client.post("/v1/sessions/s1/messages", json=ided, headers=k2).status_code == 201
+    other_ids = {"messages": [{"id": "a-2", "role": "user", "content": "q"}]}
+    r = client.post("/v1/sessions/s1/messages", json=other_ids, headers=k2)
+    assert r.status_code == 409 and r.json()["type"].endswith("/idempotency-conflict")
+    # the same key on another session is another key
+    client.post("/v1/sessions", json={"id": "s2", "user_id": "u1"}, headers=h)
+    assert client.post("/v1/sessions/s2/messages", json=other_ids, headers=k2).status_code == 201
     with_id = {"messages": [{"id": "m-7", "role": "user", "content": "x"}]}
     assert client.post("/v1/sessions/s1/messages", json=with_id, headers=h).status_code == 201
     assert client.post("/v1/sessions/s1/messages", json=with_id, headers=h).status_code == 201
     clash = {"messages": [{"id": "m-7", "role": "user", "content": "y"}]}
     r = client.post("/v1/sessions/s1/messages", json=clash, headers=h)
     assert r.status_code == 409 and r.json()["type"].endswith("/message-conflict")
-    assert client.get("/v1/sessions/s1", headers=h).json()["message_count"] == 3
+    assert client.get("/v1/sessions/s1", headers=h).json()["message_count"] == 5
 
 
 def test_if_match(client: TestClient, make_key: Key) -> None:

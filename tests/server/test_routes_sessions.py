@@ -70,3 +70,26 @@ def test_bad_bodies_are_422_problems_naming_the_field(
     r = client.post("/v1/sessions", json={"user_id": "u", "metadata": {"budget": "x"}}, headers=h)
     assert r.status_code == 422 and r.json()["field"] == "metadata.budget"
     assert client.get("/v1/sessions", headers=h).json()["sessions"] == []
+
+
+def test_a_sessions_own_ttl(client: TestClient, make_key: Callable[..., dict[str, str]]) -> None:
+    h = make_key("acme")
+    body = {"id": "long", "user_id": "u", "metadata": {"a": 1}, "ttl_seconds": 3600}
+    made = client.post("/v1/sessions", json=body, headers=h).json()
+    assert made["ttl_seconds"] == 3600 and made["metadata"] == {"a": 1}
+    assert made["expires_at"] == made["updated_at"] + 3600
+    assert client.post("/v1/sessions", json=body, headers=h).status_code == 200
+    # a TTL of a microsecond has passed by the next request: the session is gone
+    short = {"id": "short", "user_id": "u", "ttl_seconds": 1e-6}
+    assert client.post("/v1/sessions", json=short, headers=h).status_code == 201
+    assert client.get("/v1/sessions/short", headers=h).status_code == 404
+    listed = client.get("/v1/sessions", headers=h).json()["sessions"]
+    assert [s["id"] for s in listed] == ["long"]
+    msg = {"messages": [{"role": "user", "content": "x"}]}
+    assert client.post("/v1/sessions/short/messages", json=msg, headers=h).status_code == 404
+    r = client.post("/v1/sessions", json={"user_id": "u", "metadata": {"convomem:x": 1}}, headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "metadata.convomem:x"
+    assert (
+        client.post("/v1/sessions", json={"user_id": "u", "ttl_seconds": 0}, headers=h).status_code
+        == 422
+    )

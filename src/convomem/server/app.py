@@ -22,8 +22,9 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
-from . import routes_health, routes_messages, routes_sessions
+from . import routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state
+from .models import ProblemOut, problem_responses
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
 from .routes_chat import router as chat_router
 from .settings import Settings
@@ -36,7 +37,9 @@ def _problem_response(p: Problem) -> JSONResponse:
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    parts = [str(x) for x in loc if x not in ("body", "query", "path", "header")]
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    parts = [str(x) for x in loc]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
@@ -64,14 +67,43 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     new_state(app.state, settings)
 
-    app.include_router(routes_health.router)
-    app.include_router(routes_sessions.router)
-    app.include_router(routes_messages.router)
-    app.include_router(chat_router)
+    api = problem_responses(400, 401, 404, 409, 413, 422, 429, 503)
+    app.include_router(routes_health.router, responses=problem_responses(503))
+    app.include_router(routes_sessions.router, responses=api)
+    app.include_router(routes_messages.router, responses=api)
+    app.include_router(routes_users.router, responses=api)
+    app.include_router(chat_router, responses={**api, **problem_responses(501)})
+    _register_problem_schema(app)
 
     _install_errors(app)
     _install_middleware(app, settings)
     return app
+
+
+def _register_problem_schema(app: FastAPI) -> None:
+    """Put ``ProblemOut`` in the OpenAPI components (the responses refer to it)."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+            schemas["ProblemOut"] = ProblemOut.model_json_schema()
+            for path in spec.get("paths", {}).values():  # FastAPI's own 422 body is not ours
+                for op in path.values():
+                    if isinstance(op, dict) and "422" in op.get("responses", {}):
+                        op["responses"]["422"] = problem_responses(422)[422]
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _install_errors(app: FastAPI) -> None:

@@ -15,6 +15,7 @@ session's memory resumed from the store.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from fastapi import Request
 
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
+from .idempotency import Idempotency
 from .keys import KeyStore
 from .limits import Buckets, LocalBuckets, RedisBuckets, retry_after
 from .metrics import Metrics
@@ -59,6 +61,21 @@ class Services:
     """An ``AsyncRecallIndex`` (None: recall is off)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Objects of parts added later (the chat route's HTTP client...), one key each."""
+    idempotency: Idempotency | None = None
+    context_recall: Any = None
+    """What sessions' contexts recall through: ``recall`` behind a ``GuardedRecall``
+    (deadline and circuit breaker) unless ``settings.recall_deadline`` is None."""
+
+    def __post_init__(self) -> None:
+        if self.context_recall is None and self.recall is not None:
+            if self.settings.recall_deadline is None:
+                self.context_recall = self.recall
+            else:
+                from ..recall.guarded import AsyncGuardedRecall
+
+                self.context_recall = AsyncGuardedRecall(
+                    self.recall, deadline=self.settings.recall_deadline
+                )
 
     async def aclose(self) -> None:
         if self.recall is not None:
@@ -85,12 +102,14 @@ async def open_services(settings: Settings, metrics: Metrics) -> Services:
     except BaseException:
         await db.aclose()
         raise
-    return Services(settings, db, keys, metrics, limiter, recall)
+    return Services(settings, db, keys, metrics, limiter, recall, idempotency=Idempotency(db))
 
 
 async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
     from ..stores.url import parse_store_url
 
+    if not settings.use_recall:
+        return None
     if settings.recall is not None:
         from ..recall.index_async import AsyncRecallIndex
 
@@ -162,9 +181,37 @@ def session_store(services: Services, key: ApiKey, session_id: str) -> AsyncSess
     return services.db.session(session_id, tenant=key.tenant)
 
 
+TTL_KEY = "convomem:ttl_seconds"
+"""The metadata key holding a session's own TTL (keys starting ``convomem:`` are the
+service's: refused in requests, left out of responses)."""
+
+
+def ttl_of(info: SessionInfo) -> float | None:
+    ttl = info.metadata.get(TTL_KEY)
+    return float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+
+
+def expires_at(info: SessionInfo) -> float | None:
+    """When the session expires: its own TTL after its last write, or the store's."""
+    ttl = ttl_of(info)
+    own = None if ttl is None else info.updated_at + ttl
+    if own is None or info.expires_at is None:
+        return own if info.expires_at is None else info.expires_at
+    return min(own, info.expires_at)
+
+
+def expired(info: SessionInfo, now: float | None = None) -> bool:
+    at = expires_at(info)
+    return at is not None and at <= (time.time() if now is None else now)
+
+
 async def session_info(services: Services, key: ApiKey, session_id: str) -> SessionInfo:
-    """The session's info, or the one 404 (another tenant's session is not found either)."""
+    """The session's info, or the one 404 (another tenant's session is not found either).
+    A session past its own TTL is deleted here, on first access after it expired."""
     info = await session_store(services, key, session_id).info()
+    if info is not None and expired(info):
+        await services.db.delete_session(session_id, tenant=key.tenant)
+        info = None
     if info is None:
         raise not_found("session", session_id)
     return info
@@ -180,11 +227,15 @@ def session_budget(services: Services, info: SessionInfo) -> int:
 
 def open_memory(services: Services, key: ApiKey, info: SessionInfo) -> ConversationMemory:
     """The session's memory; it resumes from the store on first use (see the module
-    docstring)."""
+    docstring). With a recall index it is the tiered memory: the user's facts and what
+    recall finds for the query join the context, and what the view evicts is indexed."""
+    recall = services.context_recall if info.user_id is not None else None
     return ConversationMemory(
         budget=session_budget(services, info),
         tokenizer=services.settings.tokenizer,
-        store=session_store(services, key, info.session_id),
+        store=services.db.session(info.session_id, user_id=info.user_id, tenant=key.tenant),
+        recall=recall,
+        recall_k=services.settings.recall_k,
     )
 
 

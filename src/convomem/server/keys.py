@@ -21,12 +21,13 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from ..errors import ConfigError
 from ..stores.database import AsyncStoreDatabase
+from ._records import Records
 
 __all__ = ["KeyRecord", "KeyStore", "NewKey", "check_tenant", "hash_key"]
 
@@ -75,27 +76,8 @@ class NewKey:
     record: KeyRecord
 
 
-_COLUMNS: Final = "key_id, tenant, name, created_at, revoked_at, hash"
-
-
-def _row(row: Any) -> KeyRecord:
-    key_id, tenant, name, created, revoked, digest = row
-    return KeyRecord(
-        str(key_id),
-        str(tenant),
-        name,
-        float(created),
-        None if revoked is None else float(revoked),
-        str(digest),
-    )
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _from_json(raw: Any) -> KeyRecord:
-    d = json.loads(_text(raw))
+def _from_json(raw: str) -> KeyRecord:
+    d = json.loads(raw)
     return KeyRecord(
         d["key_id"], d["tenant"], d["name"], d["created_at"], d["revoked_at"], d["hash"]
     )
@@ -107,18 +89,7 @@ class KeyStore:
     def __init__(self, db: AsyncStoreDatabase, *, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self._clock = clock
-        module = type(db).__module__
-        if module.endswith("sqlite_async"):
-            self._kind = "sqlite"
-        elif module.endswith("postgres_async"):
-            self._kind = "postgresql"
-        elif module.endswith("redis_async"):
-            self._kind = "redis"
-        else:
-            raise ConfigError(f"db={db!r}: API keys need a SQLite, PostgreSQL or Redis store")
-        self._ready = False
-
-    # -- the public calls ------------------------------------------------------------
+        self._records = Records(db, "api_keys")
 
     async def create(self, tenant: str, *, name: str | None = None) -> NewKey:
         """A new key of ``tenant`` (stored hashed)."""
@@ -128,7 +99,8 @@ class KeyStore:
         key_id = secrets.token_hex(6)
         key = f"cm_{key_id}_{secrets.token_urlsafe(32)}"
         record = KeyRecord(key_id, tenant, name, self._clock(), None, hash_key(key))
-        await self._put(record)
+        if not await self._records.add(key_id, _dumps(record), record.created_at):
+            raise ConfigError(f"key_id={key_id!r}: taken (48 random bits met); try again")
         return NewKey(key, record)
 
     async def verify(self, key: str) -> KeyRecord | None:
@@ -145,24 +117,12 @@ class KeyStore:
 
     async def get(self, key_id: str) -> KeyRecord | None:
         """The record ``key_id`` names, revoked or not."""
-        await self._migrate()
-        if self._kind == "redis":
-            raw = await self._redis(lambda k: (yield _cmd("HGET", k, key_id)))
-            return None if raw is None else _from_json(raw)
-        row = await self._sql(
-            lambda t: f"SELECT {_COLUMNS} FROM {t} WHERE key_id = %s", (key_id,), "one"
-        )
-        return None if row is None else _row(row)
+        raw = await self._records.get(key_id)
+        return None if raw is None else _from_json(raw)
 
     async def list(self, tenant: str | None = None) -> list[KeyRecord]:
         """Every key (of ``tenant`` when given), oldest first."""
-        await self._migrate()
-        if self._kind == "redis":
-            raw = await self._redis(lambda k: (yield _cmd("HVALS", k)))
-            records = [_from_json(v) for v in raw or []]
-        else:
-            rows = await self._sql(lambda t: f"SELECT {_COLUMNS} FROM {t}", (), "all")
-            records = [_row(r) for r in rows]
+        records = [_from_json(v) for v in await self._records.values()]
         records = [r for r in records if tenant is None or r.tenant == tenant]
         return sorted(records, key=lambda r: (r.created_at, r.key_id))
 
@@ -171,90 +131,13 @@ class KeyStore:
         record = await self.get(key_id)
         if record is None or record.revoked_at is not None:
             return False
+        now = self._clock()
         revoked = KeyRecord(
-            record.key_id, record.tenant, record.name, record.created_at, self._clock(), record.hash
+            record.key_id, record.tenant, record.name, record.created_at, now, record.hash
         )
-        await self._put(revoked)
+        await self._records.put(key_id, _dumps(revoked), record.created_at)
         return True
 
-    # -- the backends -----------------------------------------------------------------
 
-    async def _put(self, r: KeyRecord) -> None:
-        await self._migrate()
-        if self._kind == "redis":
-            text = json.dumps(asdict(r), separators=(",", ":"))
-            await self._redis(lambda k: (yield _cmd("HSET", k, r.key_id, text)))
-            return
-        values = (r.key_id, r.tenant, r.name, r.created_at, r.revoked_at, r.hash)
-        await self._sql(
-            lambda t: f"DELETE FROM {t} WHERE key_id = %s",
-            (r.key_id,),
-            "run",
-            write=True,
-            then=(
-                lambda t: f"INSERT INTO {t} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
-                values,
-            ),
-        )
-
-    async def _migrate(self) -> None:
-        if self._ready or self._kind == "redis":
-            return
-        ddl = (
-            "CREATE TABLE IF NOT EXISTS {t} (key_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, "
-            "name TEXT, created_at DOUBLE PRECISION NOT NULL, "
-            "revoked_at DOUBLE PRECISION, hash TEXT NOT NULL)"
-        )
-        await self._sql(lambda t: ddl.format(t=t), (), "run", write=True, lock=True)
-        self._ready = True
-
-    async def _sql(
-        self,
-        sql: Callable[[str], str],
-        params: tuple[Any, ...],
-        fetch: str,
-        *,
-        write: bool = False,
-        then: tuple[Callable[[str], str], tuple[Any, ...]] | None = None,
-        lock: bool = False,
-    ) -> Any:
-        """One statement (and an optional second in the same transaction)."""
-        db: Any = self.db
-        steps = [(sql, params, fetch)] + ([] if then is None else [(then[0], then[1], "run")])
-        if self._kind == "sqlite":
-            from ..stores._sqlite_calls import Call
-
-            def fn(tx: Any) -> Any:
-                out: Any = None
-                for i, (make, args, how) in enumerate(steps):
-                    text = make("convomem_api_keys").replace("%s", "?")
-                    got = getattr(tx.conn, how)(text, args)
-                    if i == 0:
-                        out = got
-                return out
-
-            return await db._arun(Call(fn, write))
-        from ..stores._pg_calls import Call as PgCall
-        from ..stores._pg_ops import Q, in_tx
-
-        def body(tx: Any) -> Generator[Any, Any, Any]:
-            out: Any = None
-            if lock:  # replicas starting at once must not race on CREATE TABLE
-                yield Q.run("SELECT pg_advisory_xact_lock(hashtext('convomem_api_keys'))")
-            for i, (make, args, how) in enumerate(steps):
-                got = yield Q(make(f"{tx.schema}.convomem_api_keys"), args, how)  # type: ignore[arg-type]
-                if i == 0:
-                    out = got
-            return out
-
-        return await db._arun(PgCall(lambda tx: in_tx(tx, body(tx)) if write else body(tx)))
-
-    async def _redis(self, op: Callable[[str], Generator[Any, Any, Any]]) -> Any:
-        db: Any = self.db
-        return await db._arun(lambda ctx: op(f"{ctx.prefix}:apikeys"))
-
-
-def _cmd(*args: Any) -> Any:
-    from ..stores._redis_ops import Command
-
-    return Command(args)
+def _dumps(record: KeyRecord) -> str:
+    return json.dumps(asdict(record), separators=(",", ":"))

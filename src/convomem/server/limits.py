@@ -102,6 +102,13 @@ class RedisBuckets:
             raise TransientError(f"rate limit (redis): {type(exc).__name__}: {exc}") from exc
         return bool(int(allowed)), float(wait)
 
+    async def ping(self) -> None:
+        """Whether Redis answers (``/readyz``); ``TransientError`` when it does not."""
+        try:
+            await self._client.ping()
+        except Exception as exc:
+            raise TransientError(f"rate limit (redis): {type(exc).__name__}: {exc}") from exc
+
     async def aclose(self) -> None:
         await self._client.aclose()
 

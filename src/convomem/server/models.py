@@ -30,6 +30,13 @@ class SessionCreate(_Strict):
     id: str | None = Field(default=None, pattern=_ID, description="the session id")
     user_id: str = Field(pattern=_ID, description="the user who owns the session")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=10 * 365 * 86400,
+        description="the session expires this long after its last write (and the store's "
+        "own TTL, when it has one, still applies)",
+    )
 
 
 class SessionOut(BaseModel):
@@ -41,6 +48,7 @@ class SessionOut(BaseModel):
     created_at: float
     updated_at: float
     expires_at: float | None
+    ttl_seconds: float | None = None
     message_count: int
     last_seq: int
 
@@ -100,7 +108,12 @@ class Accounting(BaseModel):
     waiting: int = Field(description="held back: their tool call awaits its result")
     compactions: int
     summary: SummaryOut | None
-    recalled: list[dict[str, Any]]
+    recalled: list[dict[str, Any]] = Field(
+        description="recall hits for the query: message_id, session_id, kind, score, shown"
+    )
+    recall_status: str = Field(description="ok, failed, timeout, open (breaker) or off")
+    facts: dict[str, Any] | None = Field(description="the long-term facts tier (None: off)")
+    split: dict[str, int] = Field(description="tokens per tier: system, facts, recall, ...")
     why: dict[str, str]
 
 
@@ -108,3 +121,25 @@ class ContextResponse(BaseModel):
     format: Literal["openai", "anthropic"]
     context: Any = Field(description="OpenAI messages (a list) or Anthropic's {system, messages}")
     accounting: Accounting
+
+
+class ProblemOut(BaseModel):
+    """A problem document (RFC 9457), the body of every error."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    field: str | None = None
+    value: Any = None
+
+
+def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries documenting problem responses with these status codes."""
+    from .problems import MEDIA_TYPE
+
+    schema = {"$ref": "#/components/schemas/ProblemOut"}
+    return {
+        code: {"description": "a problem document", "content": {MEDIA_TYPE: {"schema": schema}}}
+        for code in codes
+    }

@@ -48,6 +48,7 @@ _TITLES: Final = {
     "unavailable": "A store is unavailable; retry later",
     "corrupt-record": "A stored record cannot be read",
     "not-implemented": "The service is not configured for this",
+    "recall-off": "The service has no recall index (or it keeps no facts)",
     "internal": "Internal error",
 }
 

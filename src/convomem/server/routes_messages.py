@@ -19,6 +19,7 @@ from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
 from ..model import Message
 from ..packing import Packer
 from .deps import ApiKey, Services, get_services, open_memory, require_key, session_info
+from .idempotency import body_digest
 from .models import Appended, AppendRequest, AppendResponse, ContextResponse, MessagePage
 from .problems import Problem
 from .summary import accounting
@@ -129,9 +130,18 @@ async def append_messages(
     _check_sizes(svc, body)
     expected = _if_match(if_match)
     messages = _convert(body)
-    if idempotency_key is not None:
-        messages = _with_idempotency(messages, idempotency_key, body)
     info = await session_info(svc, key, session_id)
+    digest = ""
+    if idempotency_key is not None and svc.idempotency is not None:
+        messages = _with_idempotency(messages, idempotency_key, body)
+        digest = body_digest(session_id, body.model_dump(mode="json"))
+        earlier = await svc.idempotency.recall(key.tenant, session_id, idempotency_key)
+        if earlier is not None:
+            if earlier[0] != digest:
+                raise _reused(idempotency_key)
+            response.headers["ETag"] = f'"{earlier[1]["last_seq"]}"'
+            response.headers["Idempotent-Replayed"] = "true"
+            return AppendResponse.model_validate(earlier[1])
     if expected is not None and info.last_seq != expected:
         raise Problem(
             409,
@@ -142,31 +152,43 @@ async def append_messages(
             headers={"ETag": f'"{info.last_seq}"'},
         )
     memory = open_memory(svc, key, info)
-    before = (0, 0)
     added: list[Message] = []
     try:
         for m in messages:
             added.append(await memory.aadd_message(m))
+        await memory.wait()  # what left the view indexed, the user's facts saved: now
     except MessageConflict as exc:
         if idempotency_key is not None and exc.message_id.startswith("idem-"):
-            raise Problem(
-                409,
-                "idempotency-conflict",
-                "this Idempotency-Key was used with another request body",
-                field="Idempotency-Key",
-                value=idempotency_key,
-            ) from None
+            raise _reused(idempotency_key) from None
         raise
     finally:
         st = memory.stats()
-        svc.metrics.add("compactions", st.compactions - before[0])
-        svc.metrics.add("summarizer_calls", st.summarizer_calls - before[1])
+        svc.metrics.add("compactions", st.compactions)
+        svc.metrics.add("summarizer_calls", st.summarizer_calls)
     last: int = memory._last  # the newest seq this memory wrote or saw
-    response.headers["ETag"] = f'"{last}"'
-    return AppendResponse(
+    if svc.recall is not None and info.user_id is not None and added:
+        # Each message once (the index skips ids it holds): O(new messages) per request.
+        await svc.recall.add(added, user_id=info.user_id, session_id=session_id, tenant=key.tenant)
+    answer = AppendResponse(
         session_id=session_id,
         last_seq=last,
         messages=[Appended(id=m.id, role=m.role) for m in added],
+    )
+    if idempotency_key is not None and svc.idempotency is not None:
+        await svc.idempotency.remember(
+            key.tenant, session_id, idempotency_key, digest, answer.model_dump(mode="json")
+        )
+    response.headers["ETag"] = f'"{last}"'
+    return answer
+
+
+def _reused(idempotency_key: str) -> Problem:
+    return Problem(
+        409,
+        "idempotency-conflict",
+        "this Idempotency-Key was used with another request body",
+        field="Idempotency-Key",
+        value=idempotency_key,
     )
 
 
@@ -202,7 +224,7 @@ async def get_context(
     info = await session_info(svc, key, session_id)
     memory = open_memory(svc, key, info)
     before = memory.stats()
-    kept = await memory.acontext("messages")
+    kept = await memory.acontext("messages", query=query)
     context: Any
     dropped = 0
     if budget is not None and budget < memory.budget:
@@ -215,7 +237,7 @@ async def get_context(
         kept = list(packed.messages)
         context = _render(kept, format)
     else:
-        context = await memory.acontext(format)
+        context = await memory.acontext(format, query=query)
     st = memory.stats()
     svc.metrics.add("compactions", st.compactions - before.compactions)
     svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)

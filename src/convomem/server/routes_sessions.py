@@ -5,13 +5,23 @@ that does not exist."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Response
 
 from ..stores.database import SessionInfo
-from .deps import ApiKey, Services, get_services, require_key, session_info
+from .deps import (
+    TTL_KEY,
+    ApiKey,
+    Services,
+    expired,
+    expires_at,
+    get_services,
+    require_key,
+    session_info,
+    ttl_of,
+)
 from .models import SessionCreate, SessionOut, SessionPage
 from .problems import Problem, not_found
 
@@ -21,14 +31,19 @@ Key = Annotated[ApiKey, Depends(require_key)]
 Svc = Annotated[Services, Depends(get_services)]
 
 
+def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metadata.items() if not k.startswith("convomem:")}
+
+
 def session_out(info: SessionInfo) -> SessionOut:
     return SessionOut(
         id=info.session_id,
         user_id=info.user_id,
-        metadata=info.metadata,
+        metadata=public_metadata(info.metadata),
         created_at=info.created_at,
         updated_at=info.updated_at,
-        expires_at=info.expires_at,
+        expires_at=expires_at(info),
+        ttl_seconds=ttl_of(info),
         message_count=info.message_count,
         last_seq=info.last_seq,
     )
@@ -50,19 +65,32 @@ async def create_session(body: SessionCreate, key: Key, svc: Svc, response: Resp
             field="metadata.budget",
             value=budget,
         )
+    reserved = [k for k in body.metadata if k.startswith("convomem:")]
+    if reserved:
+        raise Problem(
+            422,
+            "bad-request",
+            "metadata: keys starting convomem: are the service's",
+            field=f"metadata.{reserved[0]}",
+            value=body.metadata[reserved[0]],
+        )
+    stored = dict(body.metadata)
+    if body.ttl_seconds is not None:
+        stored[TTL_KEY] = body.ttl_seconds
     store = svc.db.session(sid, tenant=key.tenant)
     info = await store.info()
+    if info is not None and expired(info):
+        await svc.db.delete_session(sid, tenant=key.tenant)
+        info = None
     if info is None:
-        await svc.db.session(sid, user_id=body.user_id, tenant=key.tenant).set_metadata(
-            body.metadata
-        )
+        await svc.db.session(sid, user_id=body.user_id, tenant=key.tenant).set_metadata(stored)
         info = await store.info()
         if info is None:  # expired at once (a zero TTL) or deleted meanwhile
             raise not_found("session", sid)
         response.headers["Location"] = f"/v1/sessions/{quote(sid, safe='')}"
         response.headers["ETag"] = f'"{info.last_seq}"'
         return session_out(info)
-    if info.user_id != body.user_id or info.metadata != body.metadata:
+    if info.user_id != body.user_id or info.metadata != stored:
         raise Problem(
             409,
             "conflict",
@@ -87,7 +115,8 @@ async def list_sessions(
     infos, nxt = await svc.db.sessions(
         user_id=user_id, tenant=key.tenant, cursor=cursor, limit=limit
     )
-    return SessionPage(sessions=[session_out(i) for i in infos], next_cursor=nxt)
+    live = [i for i in infos if not expired(i)]  # past their own TTL: deleted on access
+    return SessionPage(sessions=[session_out(i) for i in live], next_cursor=nxt)
 
 
 @router.get("/{session_id}", response_model=SessionOut)
@@ -100,6 +129,7 @@ async def get_session(session_id: str, key: Key, svc: Svc, response: Response) -
 @router.delete("/{session_id}", status_code=204)
 async def delete_session(session_id: str, key: Key, svc: Svc) -> Response:
     """Delete a session with its log, derived state and recall items."""
+    await session_info(svc, key, session_id)  # an expired session is already gone
     if not await svc.db.delete_session(session_id, tenant=key.tenant):
         raise not_found("session", session_id)
     return Response(status_code=204)

@@ -32,6 +32,10 @@ class Settings:
       across replicas; None: an in-process bucket per replica.
     - ``budget`` / ``tokenizer``: how each session's context is assembled (a session
       created with ``metadata["budget"]`` keeps its own budget).
+    - ``use_recall``: False turns recall off (no index, no facts, no snippets).
+    - ``recall_k`` / ``recall_deadline``: snippets recalled into a context, and how long
+      a context waits for them (seconds; None: no deadline) before it is sent without
+      them (``GuardedRecall``: an outage never fails a request).
     - ``rate_per_second`` / ``burst``: the token bucket of each key (0: no limit).
     - ``max_body_bytes``, ``max_messages``, ``max_message_chars``: request size limits.
     - ``upstream_url`` / ``upstream_model`` / ``upstream_api_key``: the OpenAI-compatible
@@ -43,6 +47,9 @@ class Settings:
     redis_url: str | None = None
     budget: int = 4000
     tokenizer: str = "approx"
+    use_recall: bool = True
+    recall_k: int = 5
+    recall_deadline: float | None = 1.0
     rate_per_second: float = 20.0
     burst: int = 40
     max_body_bytes: int = 1_048_576
@@ -59,6 +66,9 @@ class Settings:
         if not isinstance(self.store, str) or not self.store:
             raise ConfigError(f"store={self.store!r}: must be a store URL")
         _check.positive_int("budget", self.budget)
+        _check.positive_int("recall_k", self.recall_k)
+        if self.recall_deadline is not None:
+            _check.number("recall_deadline", self.recall_deadline, minimum=0.0, low_open=True)
         _check.number("rate_per_second", self.rate_per_second, minimum=0.0)
         _check.non_negative_int("burst", self.burst)
         if self.rate_per_second > 0 and self.burst < 1:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..model import Message
 from ..session import ConversationMemory
+from ..session._tier_render import TIERS_ID
 from .models import Accounting, SummaryOut
 
 
@@ -60,19 +61,34 @@ def accounting(
             f"budget={budget} is above the session's {memory.budget}, which the session's "
             "view is kept under; the context is the session's"
         )
-    if query is not None and not recalled:
-        why["recalled"] = "nothing recalled for the query (no recall index, or no match)"
+    rec = dict(st.recall or {})
+    hits = [dict(h) for h in rec.get("hits", ())] if recalled is None else recalled
+    status = rec.get("status", "off")
+    if status == "ok":
+        why["recalled"] = (
+            f"the user's past items best matching the query {rec.get('query')!r} that are "
+            "not in the view (hybrid search); 'shown' ones fit the recall share"
+        )
+    elif status == "off":
+        why["recalled"] = "recall is off (no recall index for this store)"
+    else:
+        why["recalled"] = f"recall answered {status} ({rec.get('error')}); sent without it"
+    if st.facts is not None:
+        why["facts"] = "the user's current long-term facts, from every session, best first"
     return Accounting(
         budget=memory.budget if budget is None else min(budget, memory.budget),
-        tokens=st.context_tokens,
+        tokens=(st.budget_split or {}).get("total", st.context_tokens),
         fits=st.fits,
         log_messages=st.log_messages,
-        kept=[m.id for m in kept if m.id != summary_id],
+        kept=[m.id for m in kept if m.id != summary_id and m.id != TIERS_ID],
         summarized=st.summarized_messages,
         omitted=st.omitted,
         waiting=st.waiting,
         compactions=st.compactions,
         summary=summary,
-        recalled=recalled or [],
+        recalled=hits,
+        recall_status=status,
+        facts=dict(st.facts) if st.facts is not None else None,
+        split=dict(st.budget_split or {}),
         why=why,
     )
