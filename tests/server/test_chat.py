@@ -274,3 +274,17 @@ async def test_a_client_that_leaves_mid_stream_stores_no_reply(
         fake.hold.set()
         if app.state.services is not None:
             await app.state.services.aclose()
+
+
+def test_the_turn_context_is_the_tiered_memory_with_recall(
+    app_client: TestClient, make_key: Key, fake: FakeUpstream
+) -> None:
+    """What the user said in another session reaches the model through the facts and
+    recall tiers (the turn's text is the recall query)."""
+    c = client_of(app_client, make_key("acme"))
+    c.create_session("u1", id="old")
+    c.append("old", [{"role": "user", "content": "I am allergic to peanuts, remember that."}])
+    c.create_session("u1", id="new")
+    list(c.chat("new", "Which snacks should I avoid given my allergy to peanuts?"))
+    sent = json.dumps(fake.requests[-1]["messages"])
+    assert sent.count("allergic to peanuts") >= 1, sent

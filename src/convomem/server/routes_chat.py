@@ -36,10 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._sse import encode_event
 from ..errors import ConvomemError, TransientError
-from ..formats import from_anthropic, from_openai
+from ..formats import from_anthropic, from_openai, to_openai
 from ..model import Message
 from ..packing import Packer
 from ..session import ConversationMemory
+from ..stores.database import SessionInfo
 from .deps import ApiKey, Services, get_services, open_memory, require_key, session_info
 from .problems import Problem, body_of, from_error, problem_body
 from .upstream import Finished, Upstream
@@ -134,25 +135,40 @@ async def chat(session_id: str, body: ChatRequest, key: Key, svc: Svc) -> Stream
     info = await session_info(svc, key, session_id)
     memory = open_memory(svc, key, info)
     before = memory.stats()
-    user = await memory.aadd_message(message)
-    context = await _context(memory, body.budget)
+    (user,) = await _store(svc, key, info, memory, message)
+    # Recall (when configured) looks for what this turn is about: the query given, else
+    # the user's own words.
+    context = await _context(memory, body.budget, body.query or user.text())
     _count(svc, memory, before)
     upstream = (s.upstream_url, s.upstream_model, s.upstream_api_key)
     return StreamingResponse(
-        _relay(svc, memory, user, context, upstream),
+        _relay(svc, key, info, memory, user, context, upstream),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _context(memory: ConversationMemory, budget: int | None) -> list[dict[str, Any]]:
-    if budget is None or budget >= memory.budget:
-        return await memory.acontext("openai")
-    from ..formats import to_openai
+async def _store(
+    svc: Services, key: ApiKey, info: SessionInfo, memory: ConversationMemory, message: Message
+) -> tuple[Message]:
+    """Append one message as the messages route does: the memory's work awaited (what
+    left the view indexed, the user's facts saved), then the message indexed for recall."""
+    stored = await memory.aadd_message(message)
+    await memory.wait()
+    if svc.recall is not None and info.user_id is not None:
+        await svc.recall.add(
+            [stored], user_id=info.user_id, session_id=info.session_id, tenant=key.tenant
+        )
+    return (stored,)
 
-    packed = Packer(budget=budget, tokenizer=memory.tokenizer).pack(
-        await memory.acontext("messages")
-    )
+
+async def _context(
+    memory: ConversationMemory, budget: int | None, query: str
+) -> list[dict[str, Any]]:
+    if budget is None or budget >= memory.budget:
+        return await memory.acontext("openai", query=query)
+    kept = await memory.acontext("messages", query=query)
+    packed = Packer(budget=budget, tokenizer=memory.tokenizer).pack(kept)
     return to_openai(list(packed.kept))
 
 
@@ -164,6 +180,8 @@ def _count(svc: Services, memory: ConversationMemory, before: Any) -> None:
 
 async def _relay(
     svc: Services,
+    key: ApiKey,
+    info: SessionInfo,
     memory: ConversationMemory,
     user: Message,
     context: list[dict[str, Any]],
@@ -193,7 +211,7 @@ async def _relay(
     before = memory.stats()
     try:
         # Shielded: a reply the model finished is stored whole even if the client left.
-        stored = await asyncio.shield(memory.aadd_message(reply))
+        (stored,) = await asyncio.shield(_store(svc, key, info, memory, reply))
     except ConvomemError as exc:
         yield encode_event("error", body_of(from_error(exc)))
         return
