@@ -154,3 +154,23 @@ def test_operations_routes(client: Client) -> None:
     assert client.health()["status"] == "ok"
     assert client.ready()["status"] == "ready"
     assert "convomem_requests_total" in client.metrics()
+
+
+def test_users_facts_recall_and_erasure(client: Client, svc: Service) -> None:
+    user = f"user-{next(_n)}"
+    sid = fresh(client, user)
+    client.append(
+        sid, [{"role": "user", "content": "I live in Lyon and I am allergic to peanuts."}]
+    )
+    hits = client.search(user, "peanuts allergy", k=3)["hits"]
+    assert hits and "peanuts" in hits[0]["text"]
+    facts = client.facts(user)
+    assert facts["user_id"] == user and facts["current"], facts
+    with Client(svc.url, svc.other_key, http=svc.http) as other, pytest.raises(NotFound):
+        other.search(user, "peanuts allergy")  # this user does not exist in another tenant
+    erased = client.erase_user(user)
+    assert erased["sessions"] == 1
+    with pytest.raises(NotFound):
+        client.session(sid)
+    with pytest.raises(NotFound):
+        client.facts(user)

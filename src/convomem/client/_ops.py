@@ -210,8 +210,12 @@ def context(
     return (yield from fetch_obj(request, retries))
 
 
-def search(user_id: str, query: str, k: int, retries: int) -> Op[dict[str, Any]]:
-    body = {"user_id": user_id, "query": query, "k": k}
+def search(
+    user_id: str, query: str, k: int, kinds: list[str] | None, retries: int
+) -> Op[dict[str, Any]]:
+    body: dict[str, Any] = {"user_id": user_id, "query": query, "k": k}
+    if kinds is not None:
+        body["kinds"] = list(kinds)
     return (yield from fetch_obj(Request("POST", "/v1/recall/search", json=body), retries))
 
 

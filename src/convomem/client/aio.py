@@ -164,9 +164,13 @@ class AsyncClient:
 
     # -- users and recall --------------------------------------------------------------
 
-    async def search(self, user_id: str, query: str, k: int = 5) -> dict[str, Any]:
-        """``POST /v1/recall/search``."""
-        return await self._run(_ops.search(user_id, query, k, self._config.retries))
+    async def search(
+        self, user_id: str, query: str, k: int = 10, *, kinds: list[str] | None = None
+    ) -> dict[str, Any]:
+        """``POST /v1/recall/search``: ``{"hits": [...]}`` of the user's sessions
+        (``kinds``: ``"message"``, ``"summary"``, ``"fact"``...)."""
+        op = _ops.search(user_id, query, k, kinds, self._config.retries)
+        return await self._run(op)
 
     async def facts(self, user_id: str) -> dict[str, Any]:
         """``GET /v1/users/{id}/facts``: current facts and their history."""

@@ -170,9 +170,13 @@ class Client:
 
     # -- users and recall --------------------------------------------------------------
 
-    def search(self, user_id: str, query: str, k: int = 5) -> dict[str, Any]:
-        """``POST /v1/recall/search``."""
-        return self._run(_ops.search(user_id, query, k, self._config.retries))
+    def search(
+        self, user_id: str, query: str, k: int = 10, *, kinds: list[str] | None = None
+    ) -> dict[str, Any]:
+        """``POST /v1/recall/search``: ``{"hits": [...]}`` of the user's sessions
+        (``kinds``: ``"message"``, ``"summary"``, ``"fact"``...)."""
+        op = _ops.search(user_id, query, k, kinds, self._config.retries)
+        return self._run(op)
 
     def facts(self, user_id: str) -> dict[str, Any]:
         """``GET /v1/users/{id}/facts``: current facts and their history."""
