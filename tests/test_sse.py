@@ -69,6 +69,11 @@ def test_a_crlf_split_between_chunks_is_one_line_end() -> None:
     assert parser.feed("\n\r\n") == [Event("message", "a")]
 
 
+def test_an_empty_chunk_between_cr_and_lf_changes_nothing() -> None:
+    parser = EventParser()
+    assert parser.feed("data: \r") + parser.feed("") + parser.feed("\n") == []
+
+
 def test_encode_then_parse_round_trips_json_with_newlines() -> None:
     data = {"content": "two\nlines", "n": 3, "é": "ü"}
     (event,) = EventParser().feed(encode_event("delta", data))

@@ -45,6 +45,8 @@ class EventParser:
 
     def feed(self, chunk: str) -> list[Event]:
         """Parse ``chunk`` (any part of the stream) and return the events it completes."""
+        if not chunk:
+            return []
         if self._pending_cr and chunk.startswith("\n"):
             chunk = chunk[1:]  # the \n of a \r\n split across two chunks
         self._pending_cr = chunk.endswith("\r")
