@@ -233,8 +233,8 @@ async def get_context(
             tokenizer=memory.tokenizer,
             start_on="user" if format == "anthropic" else None,
         ).pack(kept)
-        dropped = len(kept) - len(packed.messages)
-        kept = list(packed.messages)
+        dropped = len(kept) - len(packed.kept)
+        kept = list(packed.kept)
         context = _render(kept, format)
     else:
         context = await memory.acontext(format, query=query)
