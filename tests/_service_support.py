@@ -3,15 +3,13 @@ a store, and the settings of an app whose chat route calls the local fake upstre
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 import httpx
 
 from _fake_upstream import FakeUpstream
+from _server_support import create_key
 from convomem.server import Settings
-from convomem.server.keys import KeyStore
-from convomem.stores import aopen_store
 
 
 @dataclass
@@ -26,18 +24,9 @@ class Service:
     """An in-process app's client (``Client(http=...)``); None for a real process."""
 
 
-async def _keys(store: str) -> tuple[str, str]:
-    db = await aopen_store(store)
-    try:
-        keys = KeyStore(db)
-        return (await keys.create("acme")).key, (await keys.create("globex")).key
-    finally:
-        await db.aclose()
-
-
 def keys_of(store: str) -> tuple[str, str]:
     """A key of ``acme`` and one of ``globex`` in ``store`` (run outside any loop)."""
-    return asyncio.run(_keys(store))
+    return create_key(store, "acme"), create_key(store, "globex")
 
 
 def settings(store: str, fake: FakeUpstream) -> Settings:
