@@ -17,12 +17,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from typing import Any
 
 from .. import _check
-from ..errors import ConfigError
+from ..errors import ConcurrentUpdate, ConfigError
 from ..model import COMPRESSED_KEY, Message
 from ..summaries import RunningSummary, Summary
 from ..tokens import Tokenizer
@@ -203,7 +204,9 @@ class TieredCore:
         if self._compactions_now() == before:
             return False
         if self._durable:
-            yield from self._dsave_gen()
+            # Another writer moved the session: this memory re-reads it next time.
+            with contextlib.suppress(ConcurrentUpdate):
+                yield from self._dsave_gen()
         yield from self._tier_after_gen(True)
         return True
 
