@@ -11,6 +11,8 @@ on the same database (``HashingEmbedder`` by default). Then every question is as
 as of its date, of:
 
 - **hybrid**: ``index.search(question, user_id=u, k=10, as_of=...)`` (BM25 + vectors, RRF);
+- **rerank**: the same search's best 50, reordered by ``recall._rerank.rerank`` (the
+  present for "now" questions, dated turns for "when" questions), first 10;
 - **bm25** / **vector**: the index's own lexical and vector candidate lists alone;
 - **recency**: a ``ConversationMemory(budget=4000, summary=False)`` fed the user's whole
   history: the newest messages that fit the same budget, newest first;
@@ -48,6 +50,7 @@ import datetime as dt
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall._core import Db, scope_of, unit32
+from convomem.recall._rerank import rerank
 from convomem.recall.fusion import query_terms
 from convomem.session import ConversationMemory
 from convomem.stores import open_store
@@ -56,7 +59,8 @@ from longmem.generate import generate
 
 K = 10
 BUDGET = 4000
-METHODS = ("hybrid", "bm25", "vector", "recency")
+POOL = 50
+METHODS = ("hybrid", "rerank", "bm25", "vector", "recency")
 
 
 def _epoch(iso: str) -> float:
@@ -139,14 +143,17 @@ def run_set(
     search_kw: dict[str, Any] = {} if neighbours is None else {"neighbours": neighbours}
     for q in data["questions"]:
         uid, as_of = q["user_id"], _epoch(q["as_of"])
-        hits = index.search(q["question"], user_id=uid, k=K, as_of=as_of, **search_kw)
+        pool = index.search(q["question"], user_id=uid, k=POOL, as_of=as_of, **search_kw)
+        hits = pool[:K]
         cross = sum(
             owner_session.get(h.session_id) != uid or owner_message.get(h.message_id) != uid
-            for h in hits
+            for h in pool
         )
         rec: dict[str, Any] = {"q": q, "cross_user": cross}
         rec["hybrid"] = [h.message_id for h in hits]
         rec["signal_hybrid"] = max((h.similarity or 0.0 for h in hits), default=0.0)
+        rec["rerank"] = [h.message_id for h in rerank(pool, q["question"], k=K)]
+        rec["signal_rerank"] = rec["signal_hybrid"]
         for mode in ("bm25", "vector"):
             found = _alone(index, mode, q["question"], uid, as_of)
             rec[mode] = [r.message_id for r, _ in found]
