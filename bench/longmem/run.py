@@ -14,6 +14,9 @@ as of its date, of:
 - **rerank**: the same search's best 50, reordered by ``recall._rerank.rerank`` (the
   present for "now" questions, dated turns for "when" questions), first 10;
 - **bm25** / **vector**: the index's own lexical and vector candidate lists alone;
+- **+neighbours**: a hit also counts for the turns next to it in its session: those
+  ``search(neighbours=N)`` attaches (``--neighbours N``), else (an estimate) the messages
+  just before and after it;
 - **recency**: a ``ConversationMemory(budget=4000, summary=False)`` fed the user's whole
   history: the newest messages that fit the same budget, newest first;
 - **qa-context** (when ``ConversationMemory`` takes ``recall=``): the answer's strings are
@@ -120,6 +123,7 @@ def run_set(
     owner_message: dict[str, str] = {}
     history: dict[str, list[Message]] = {}
     last_session: dict[str, str] = {}
+    around: dict[str, set[str]] = {}  # a message and its neighbours in its session
     t0 = time.perf_counter()
     n_msg = 0
     for user in data["users"]:
@@ -133,6 +137,8 @@ def run_set(
             owner_message.update((m.id, uid) for m in msgs)
             history.setdefault(uid, []).extend(msgs)
             last_session[uid] = s["session_id"]
+            for i, m in enumerate(msgs):
+                around[m.id] = {n.id for n in msgs[max(0, i - 1) : i + 2]}
             n_msg += len(msgs)
     ingest = time.perf_counter() - t0
     qa = _takes_recall()
@@ -169,6 +175,13 @@ def run_set(
             rec["qa_hybrid"] = metrics.holds(
                 _text(mem.context(query=q["question"])), q["must_contain"]
             )
+        if neighbours:  # the hits' own context (search(neighbours=N))
+            got = {h.message_id: {h.message_id, *(t.message_id for t in h.context)} for h in pool}
+            rec["hybrid_around"] = [got[mid] for mid in rec["hybrid"]]
+            rec["rerank_around"] = [got[mid] for mid in rec["rerank"]]
+        else:  # an estimate from the data: the messages just before and after each hit
+            for m in ("hybrid", "rerank"):
+                rec[f"{m}_around"] = [around[mid] for mid in rec[m]]
         records.append(rec)
     asking = time.perf_counter() - t0
     index.close()
@@ -226,6 +239,13 @@ def score(result: dict[str, Any], thresholds: dict[str, float] | None) -> dict[s
             row["qa_context"] = metrics.rate([r["qa_hybrid"] for r in answerable])
         if m == "recency":
             row["qa_context"] = metrics.rate([r["qa_recency"] for r in answerable])
+        if m in ("hybrid", "rerank"):
+            row["recall_any@10 +neighbours"] = metrics.rate(
+                [
+                    bool(set(r["q"]["evidence"]) & set().union(*r[f"{m}_around"][:K]))
+                    for r in answerable
+                ]
+            )
         by_type: dict[str, list[bool]] = defaultdict(list)
         for r in answerable:
             by_type[r["q"]["type"]].append(metrics.recall_any(r[m], r["q"]["evidence"], K))
@@ -255,6 +275,7 @@ def report(name: str, result: dict[str, Any], s: dict[str, Any]) -> None:
         "recall_any@5",
         "recall_any@10",
         "recall_all@10",
+        "recall_any@10 +neighbours",
         "ndcg@10",
         "current_first",
         "abstention",
