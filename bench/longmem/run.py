@@ -271,6 +271,12 @@ def score(result: dict[str, Any], thresholds: dict[str, float] | None) -> dict[s
         for r in answerable:
             by_type[r["q"]["type"]].append(metrics.recall_any(r[m], r["q"]["evidence"], K))
         row["by_type"] = {t: metrics.rate(v) for t, v in sorted(by_type.items())}
+        qa_key = {"hybrid": "qa_hybrid", "recency": "qa_recency"}.get(m)
+        if qa_key and (m == "recency" or result["qa_measured"]):
+            qa_types: dict[str, list[bool]] = defaultdict(list)
+            for r in answerable:
+                qa_types[r["q"]["type"]].append(r[qa_key])
+            row["qa_by_type"] = {t: metrics.rate(v) for t, v in sorted(qa_types.items())}
         out[m] = row
     out["cross_user"] = sum(r["cross_user"] for r in recs)
     out["thresholds"] = calibrated
@@ -313,6 +319,9 @@ def report(name: str, result: dict[str, Any], s: dict[str, Any]) -> None:
     for t in types:
         cells = [_fmt(s[m]["by_type"].get(t, float("nan"))) for m in METHODS]
         print(f"| recall_any@10 {t} | " + " | ".join(cells) + " |")
+    for t in types:
+        cells = [_fmt(s[m].get("qa_by_type", {}).get(t, "-")) for m in METHODS]
+        print(f"| qa_context {t} | " + " | ".join(cells) + " |")
 
 
 def misses(result: dict[str, Any], method: str) -> None:
