@@ -184,6 +184,7 @@ def generate_user(
         topic = rng.choice(list(TOPICS))
         n_ex = rng.randint(exchanges - 2, exchanges + 2)
         planted = per.get(s, [])
+        n_ex = max(n_ex, len(planted) + 2)  # every planted item gets its exchange
         slots = set(rng.sample(range(n_ex), min(len(planted), n_ex)))
         queue = list(planted)
         rng.shuffle(queue)
@@ -312,6 +313,8 @@ def generate(
     """The whole set: ``{"set", "seed", "users": [...], "questions": [...]}``."""
     if set_name not in SETS:
         raise ValueError(f"set_name={set_name!r}: one of {sorted(SETS)}")
+    if sessions < 8 or exchanges < 4:
+        raise ValueError(f"sessions={sessions}, exchanges={exchanges}: at least 8 and 4")
     out_users, questions = [], []
     for i in range(users):
         user, qs = generate_user(seed, set_name, i, sessions, exchanges)
