@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,15 @@ from hypothesis import strategies as st
 
 from convomem.errors import ConfigError, TransientError
 from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
-from convomem.recall import AsyncRecallIndex, DriftDetector, HashingEmbedder, RecallIndex
+from convomem.recall import (
+    AsyncGuardedRecall,
+    AsyncRecallIndex,
+    DriftDetector,
+    GuardedRecall,
+    HashingEmbedder,
+    RecallIndex,
+)
+from convomem.retry import CircuitBreaker
 from convomem.session import ConversationMemory
 from convomem.stores import aopen_store, open_store
 from convomem.summaries.extractor import OfflineExtractor
@@ -261,15 +270,54 @@ class FailingRecall:
         return getattr(self.inner, name)
 
 
-def test_failed_recall_still_answers() -> None:
+def test_failed_recall_still_answers_then_the_breaker_opens() -> None:
     with open_store("sqlite://") as db, RecallIndex(db) as idx:
-        mem = memory(db, "s", "ana", FailingRecall(idx), 400)
+        failing = FailingRecall(idx)
+        mem = memory(db, "s", "ana", failing, 400)  # wrapped in a GuardedRecall
         mem.add("system", "Be brief.")
+        mem.add_message(said("f", "I am allergic to peanuts."))
         for k in range(20):
             mem.add_message(said(f"u{k}", text(k, 20)))
-        ctx = mem.context("messages")
-        assert ctx and mem.stats().recall["status"] in ("failed", "open")  # type: ignore[index]
-        assert cost(ctx) <= 400
+        statuses = []
+        for _ in range(7):
+            ctx = mem.context("messages")
+            assert cost(ctx) <= 400 and "peanuts" in ctx[1].text()  # the facts still come
+            statuses.append(mem.stats().recall["status"])  # type: ignore[index]
+        assert statuses == ["failed"] * 5 + ["open"] * 2  # the backend is left alone
+        assert failing.searches == 5
+        mem.flush()  # ingest went on: the index itself is up
+        assert idx.search(text(0, 20), user_id="ana", k=1)[0].message_id == "u0"
+
+
+class StuckRecall:
+    """A recall index whose searches wait until released (a backend that hangs)."""
+
+    def __init__(self, index: RecallIndex) -> None:
+        self.inner = index
+        self.release = threading.Event()
+
+    def search(self, query: str, **kw: Any) -> Any:
+        self.release.wait()
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_slow_recall_times_out_and_the_context_comes_without_it() -> None:
+    with open_store("sqlite://") as db, RecallIndex(db) as idx:
+        stuck = StuckRecall(idx)
+        guarded = GuardedRecall(stuck, deadline=0.01, breaker=CircuitBreaker(failures=100))
+        mem = memory(db, "s", "ana", guarded, 400)
+        for k in range(20):
+            mem.add_message(said(f"u{k}", text(k, 20)))
+        try:
+            ctx = mem.context("messages")
+            recall = mem.stats().recall
+            assert recall is not None and recall["status"] == "timeout" and not recall["hits"]
+            assert cost(ctx) <= 400 and ctx[-1].id == "u19"
+        finally:
+            stuck.release.set()
 
 
 def test_emergency_compaction_when_the_tiers_do_not_fit() -> None:
@@ -350,7 +398,8 @@ def test_async_twin() -> None:
         db = await aopen_store("sqlite://")
         try:
             idx = AsyncRecallIndex(db)
-            mem = ConversationMemory(400, store=db.session("s", user_id="ana"), recall=idx)
+            guarded = AsyncGuardedRecall(idx, deadline=None)  # no deadline: a busy test box
+            mem = ConversationMemory(400, store=db.session("s", user_id="ana"), recall=guarded)
             await mem.aadd("system", "Be brief.")
             await mem.aadd_message(said("f", "I am allergic to peanuts."))
             for k in range(20):

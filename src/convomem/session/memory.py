@@ -40,6 +40,7 @@ from .. import _check
 from .._io import LoopLock
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
+from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
 from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
 from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
@@ -102,6 +103,22 @@ class ConversationMemory(SessionCore):
       log stores the scored message).
     - ``background``: in the async methods, commit a fallback summary at once and
       replace it when the summarizer's arrives (``await wait()`` awaits it).
+    - ``recall``: a ``RecallIndex`` (``AsyncRecallIndex`` for the async methods), used
+      through a ``GuardedRecall`` (one per index; pass your own to set its deadline and
+      breaker). Needs a store scoped to a user (``db.session(id, user_id=...)``): what
+      the view evicts and each summary segment are indexed for that user in the
+      background (``flush()`` / ``await wait()``), and ``context()`` recalls the
+      ``recall_k`` best snippets for its query. The user's long-term facts are read from
+      and saved to the index's facts table (``recall.facts(user_id)``: current values,
+      and ``history(attr)`` for "what was my old address?").
+    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``);
+      alone, without ``recall``, the facts are kept by this memory only.
+    - ``drift``: a ``DriftDetector`` checking each user message; ``new_segment`` starts
+      a summary segment there, ``widen_recall`` doubles ``recall_k`` for the next
+      context. Its state is kept with a durable session's.
+    - ``shares``: a ``ContextBudget`` whose ``facts`` / ``recall`` shares (default 10% /
+      15% of what may be sent) the tiers take; what the facts leave unused goes to the
+      history.
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
@@ -133,7 +150,7 @@ class ConversationMemory(SessionCore):
         facts: bool = True,
         scorer: Callable[[Message], int] | None = None,
         background: bool = False,
-        recall: Any = None,
+        recall: RecallIndex | AsyncRecallIndex | GuardedRecall | AsyncGuardedRecall | None = None,
         recall_k: int = 5,
         extractor: Extractor | None = None,
         drift: DriftDetector | None = None,
