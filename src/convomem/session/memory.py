@@ -53,9 +53,9 @@ from ._ops import (
     half_extractive,
     running_summary,
 )
-from ._tiered import make_tiers, tier_stats
+from ._tiered import make_tiers
 from .core import SessionCore
-from .stats import MemoryStats
+from .stats import MemoryStats, snapshot
 from .view import SessionView
 
 __all__ = ["COMPRESSED_KEY", "ConversationMemory", "MemoryStats"]
@@ -272,34 +272,9 @@ class ConversationMemory(SessionCore):
         return self._tok
 
     def stats(self) -> MemoryStats:
-        """Counters and the state of the view now."""
+        """Counters and the state of the view now (and of the tiers, when on)."""
         with self._tlock:
-            v = self._view()
-            rs = self._rs
-            st = rs.stats
-            current = rs.current()
-            return MemoryStats(
-                context_tokens=v.tokens,
-                context_messages=len(v.messages),
-                log_messages=self._count if self._durable else len(self._ids),
-                view_messages=len(self._view_engine.log),
-                summarized_messages=len(rs.covered_ids),
-                compactions=self._compactions,
-                compaction_failures=self._failures,
-                compressions=self._compressions,
-                summarizer_calls=st.summarizer_calls,
-                summarizer_input_tokens=st.input_tokens,
-                summary_tokens=0 if current is None else (current.tokens or 0),
-                degraded=current is not None and current.degraded,
-                compaction_pending=self._pending_retry,
-                omitted=v.omitted,
-                prefix_kept=self._prefix_kept,
-                prefix_breaks=self._prefix_breaks,
-                fits=v.fits,
-                waiting=v.waiting,
-                reids=self._reids,
-                **tier_stats(self._tiers, self._emergencies),
-            )
+            return snapshot(self)
 
     def __repr__(self) -> str:
         return (
@@ -362,15 +337,10 @@ class ConversationMemory(SessionCore):
         no summarizer call. A tool call still awaiting its result is left out until the
         result arrives (pinned messages that arrived meanwhile are sent).
 
-        With ``recall=`` (or ``extractor=``) the context is ``[system] [current facts and
-        recalled snippets, one system message] [summary] [recent]``: ``query`` (default:
-        the newest user message) is searched among what left the view, in this and the
-        user's other sessions; snippets already in the view are left out. The tiers
-        take their shares (``shares``); when even after the compaction they would not
-        fit, an emergency compaction folds the rest of the evictable history (a
-        summarizer call) and what still does not fit is cut, snippets first
-        (``stats().emergency_compactions``). A failed or slow recall answers without it
-        (``stats().recall["status"]``).
+        With ``recall=`` (or ``extractor=``): ``[system] [facts and recalled snippets,
+        one system message] [summary] [recent]``; ``query`` (default: the newest user
+        message) is searched among what left the view in the user's sessions. Tiers that
+        do not fit trigger an emergency compaction (see ``session._tiered``).
         """
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self._run(
             self._context_gen(format, query)
