@@ -152,8 +152,12 @@ def said(mid: str, content: str, at: float = 1_700_000_000.0) -> Message:
     return Message(mid, "user", content=content, created_at=at)
 
 
-def test_facts_cross_sessions_of_one_user_only() -> None:
-    with open_store("sqlite://") as db, RecallIndex(db) as idx:
+@pytest.mark.parametrize("backend", ["sqlite_memory", "postgresql"])
+def test_facts_cross_sessions_of_one_user_only(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue(backend).fresh_url()
+    with open_store(url) as db, RecallIndex(db) as idx:
         a = memory(db, "s1", "ana", idx, 2000)
         a.add_message(said("a1", "I am allergic to peanuts and I live in Lisbon."))
         a.add_message(Message("a2", "assistant", content="Noted."))
