@@ -149,14 +149,15 @@ class TieredCore:
         in_view.update(m.id for m in engine.log.kept())
         hits = [h for h in hits if h.message_id not in in_view][:k]
         room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
-        _, want_f, want_r, _ = t.message(1 << 30, hits, in_view)
-        emergency = want_f + want_r > room
+        msg, facts, recalled, shown = t.message(1 << 30, hits, in_view)  # all they want
+        emergency = facts + recalled > room
         if emergency and next(iter(engine.log.evictable()), None) is not None:
-            folded = yield from self._emergency_gen(want_f + want_r - room)
+            folded = yield from self._emergency_gen(facts + recalled - room)
             if folded:
                 v = self._view()
                 room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
-        msg, facts, recalled, shown = t.message(max(0, room), hits, in_view)
+        if emergency:
+            msg, facts, recalled, shown = t.message(max(0, room), hits, in_view)
         if emergency:
             self._emergencies += 1
         t.last_recall = {
