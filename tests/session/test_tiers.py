@@ -250,7 +250,6 @@ def test_widen_recall_doubles_k_once() -> None:
         mem.add_message(said("u0", TOPIC_A))
         for k in range(1, 5):
             mem.add_message(said(f"u{k}", f"{TOPIC_B} {k}"))
-        mem._tiers.widen = False  # type: ignore[union-attr]
         mem.add_message(said("u9", TOPIC_A + " again"))  # back to the opening topic
         assert mem.stats().drift["action"] == "widen_recall"  # type: ignore[index]
         mem.context()
