@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -394,6 +395,8 @@ def test_bad_options() -> None:
             ContextBudget(1000, facts=0.4, recall=0.4)
         with pytest.raises(ConfigError, match="query="):
             ConversationMemory(1000).context(query="x")
+        with pytest.raises(ConfigError, match="not pickled"):
+            pickle.dumps(ConversationMemory(1000, drift=DriftDetector()))
 
 
 def test_async_twin() -> None:
