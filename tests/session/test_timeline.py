@@ -12,6 +12,8 @@ compaction: messages omitted from the context), the timeline must
 - add the budget up: parts + free == budget, and the parts are what the context costs;
 - agree with ``stats()`` (waiting, omitted), and with itself under ``limit``.
 
+Turn records have their own tests (``test_turn_records.py``).
+
 ``CONVOMEM_TIMELINE_EXAMPLES`` raises the example count (default 60).
 """
 
@@ -22,7 +24,6 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +31,6 @@ from convomem.errors import ConfigError
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
 from convomem.session import ConversationMemory
 from convomem.session.timeline import IN_CONTEXT, STATES, atimeline, timeline
-from convomem.session.turn_records import TURN_KEY, record_turn, turn_rows
 from convomem.stores import open_store
 from convomem.summaries import SUMMARY_HEADER, RunningSummary, Summary
 from convomem.tokens import PER_MESSAGE_TOKENS, get_tokenizer
@@ -227,35 +227,6 @@ def test_summaries_off_drop_and_say_why() -> None:
     t = timeline(mem)
     assert t.entries[0].state == "dropped" and "summaries are off" in t.entries[0].reason
     assert t.segments == [] and t.counts["summarized"] == 0
-
-
-def test_turn_records_prefix_and_cost() -> None:
-    """Recorded turns: the previous context is the prefix until a compaction; the
-    provider's cache hits win when reported; cost from the price."""
-    mem = ConversationMemory(400)
-    mem.add("system", "You are terse.", id="sys")
-    seen_summaries = []
-    for i in range(20):
-        mem.add("user", words(i, 14), id=f"u{i}")
-        mem.context()
-        usage = {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5}
-        rec = record_turn(mem, usage=usage if i == 0 else None)
-        seen_summaries.append(rec["summary_id"])
-        mem.add("assistant", words(i + 1, 6), id=f"a{i}", metadata={TURN_KEY: rec})
-    rows = turn_rows(mem.messages(), {"input": 1.0, "cached_input": 0.1, "output": 2.0})
-    assert [r.message_id for r in rows] == [f"a{i}" for i in range(20)]
-    assert rows[0].cached_tokens == 90 and rows[0].completion_tokens == 5
-    assert rows[0].cost == pytest.approx((10 * 1.0 + 90 * 0.1 + 5 * 2.0) / 1e6)
-    head = mem._view_engine.head_tokens
-    for k in range(1, 20):
-        if seen_summaries[k] == seen_summaries[k - 1]:
-            want = rows[k - 1].context_tokens - REPLY_PRIMING_TOKENS
-            assert rows[k].prefix_tokens == want
-        else:
-            assert rows[k].prefix_tokens == head
-    assert len(set(seen_summaries)) > 1  # the run compacted: both branches were taken
-    with pytest.raises(ConfigError, match="usage="):
-        record_turn(mem, usage=[1, 2])  # type: ignore[arg-type]
 
 
 def test_durable_and_async_twin(tmp_path: object) -> None:

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..model import COMPRESSED_KEY, Chunk, Message
+from ..stores import check_limit
 from ..summaries.facts import FactHistory, KeyedFact
 from ..summaries.keyed import SUBJECT_USER
 from ..views.budget import REPLY_PRIMING_TOKENS
@@ -38,7 +39,7 @@ from ..views.log import unit_messages
 from ._ops import Gen
 from ._turns import STAND_IN
 from .stats import MemoryStats
-from .turn_records import TURN_KEY, TurnRow, record_turn, turn_rows
+from .turn_records import TURN_KEY, TurnRow, check_price, record_turn, turn_rows
 
 if TYPE_CHECKING:
     from .memory import ConversationMemory
@@ -345,7 +346,7 @@ def timeline(
     none. Reads the log (and the summary's coverage) once: meant for inspection, not
     for every turn.
     """
-    return memory._run(_timeline_gen(memory, limit, price))
+    return memory._run(_timeline_gen(memory, check_limit(limit), check_price(price)))
 
 
 async def atimeline(
@@ -355,4 +356,4 @@ async def atimeline(
     price: Mapping[str, float] | None = None,
 ) -> Timeline:
     """Async twin of ``timeline``."""
-    return await memory._arun(_timeline_gen(memory, limit, price))
+    return await memory._arun(_timeline_gen(memory, check_limit(limit), check_price(price)))

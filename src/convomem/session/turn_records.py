@@ -21,7 +21,15 @@ from ..views.budget import REPLY_PRIMING_TOKENS
 if TYPE_CHECKING:
     from .memory import ConversationMemory
 
-__all__ = ["TURN_KEY", "TurnRow", "record_turn", "turn_rows"]
+__all__ = [
+    "PRICE_KEYS",
+    "TURN_KEY",
+    "TurnRow",
+    "check_price",
+    "cost_of",
+    "record_turn",
+    "turn_rows",
+]
 
 TURN_KEY: Final = "convomem_turn"
 """The metadata key of a reply's turn record (``record_turn``)."""
@@ -76,29 +84,74 @@ def _usage(usage: Mapping[str, Any] | None) -> dict[str, int]:
     return out
 
 
+PRICE_KEYS: Final = ("input", "cached_input", "output")
+
+
+def check_price(price: Mapping[str, float] | None) -> Mapping[str, float] | None:
+    """``price`` as given when it is a mapping of ``PRICE_KEYS`` to non-negative numbers
+    (per million tokens), else ``ConfigError`` naming the key."""
+    if price is None:
+        return None
+    if not isinstance(price, Mapping):
+        raise ConfigError(f"price={price!r}: must be a mapping of {list(PRICE_KEYS)}")
+    for k, v in price.items():
+        if k not in PRICE_KEYS:
+            raise ConfigError(f"price[{k!r}]: unknown; use {list(PRICE_KEYS)}")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf"):
+            raise ConfigError(f"price[{k!r}]={v!r}: must be a non-negative number")
+    return price
+
+
+def cost_of(prompt: int, cached: int, completion: int, price: Mapping[str, float]) -> float:
+    """The cost of one request at ``price`` (per million tokens; cached input at the
+    ``input`` price when ``cached_input`` is not given)."""
+    cached = min(prompt, cached)
+    base = price.get("input", 0.0)
+    return (
+        (prompt - cached) * base
+        + cached * price.get("cached_input", base)
+        + completion * price.get("output", 0.0)
+    ) / 1_000_000
+
+
 def record_turn(
-    memory: ConversationMemory, *, usage: Mapping[str, Any] | None = None
+    memory: ConversationMemory,
+    *,
+    usage: Mapping[str, Any] | None = None,
+    price: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The record of the turn whose context was just taken from ``memory``.
 
     Store it as the reply's ``metadata[TURN_KEY]``: ``timeline`` plots it. ``usage`` is
     the provider's (OpenAI or Anthropic shape); its cache hits are kept when given.
+    ``price`` (see ``cost_of``) adds the turn's ``cost``, from the usage when given,
+    else from the context's tokens. Bad input raises ``ConfigError``.
     """
+    got = _usage(usage)
+    price = check_price(price)
     st = memory.stats()
     summary = memory.summary.message()
-    return {
+    out: dict[str, Any] = {
         "context_tokens": st.context_tokens,
         "head_tokens": memory._view_engine.head_tokens,
         "summary_id": None if summary is None else summary.id,
-        **_usage(usage),
+        **got,
     }
+    if price is not None:
+        prompt = got.get("prompt_tokens", st.context_tokens)
+        out["cost"] = cost_of(
+            prompt, got.get("cached_tokens", 0), got.get("completion_tokens", 0), price
+        )
+    return out
 
 
 def turn_rows(log: list[Message], price: Mapping[str, float] | None = None) -> list[TurnRow]:
     """The turns recorded on ``log``'s messages, oldest first; ``price`` (per million
     tokens: ``input``, ``cached_input``, ``output``) prices those recorded without a
-    cost. Prefix hits are estimated between consecutive records: the previous context
-    when the summary did not change in between, else the leading system prompt."""
+    cost (the estimated prefix counts as cached when no cache hit was reported). Prefix
+    hits are estimated between consecutive records: the previous context when the
+    summary did not change in between, else the leading system prompt."""
+    price = check_price(price)
     rows: list[TurnRow] = []
     prev: Mapping[str, Any] | None = None
     for m in log:
@@ -113,15 +166,13 @@ def turn_rows(log: list[Message], price: Mapping[str, float] | None = None) -> l
             prefix = head if prev is not None else 0
         cached = _int(rec.get("cached_tokens"))
         done = _int(rec.get("completion_tokens"))
-        cost = rec.get("cost") if isinstance(rec.get("cost"), int | float) else None
+        given = rec.get("cost")
+        cost = (
+            float(given) if isinstance(given, int | float) and not isinstance(given, bool) else None
+        )
         if cost is None and price is not None:
             prompt = _int(rec.get("prompt_tokens")) or tokens
-            hit = min(prompt, prefix if cached is None else cached)
-            cost = (
-                (prompt - hit) * price.get("input", 0.0)
-                + hit * price.get("cached_input", price.get("input", 0.0))
-                + (done or 0) * price.get("output", 0.0)
-            ) / 1_000_000
+            cost = cost_of(prompt, prefix if cached is None else cached, done or 0, price)
         rows.append(TurnRow(len(rows) + 1, m.id, tokens, max(0, prefix), cached, done, cost))
         prev = rec
     return rows

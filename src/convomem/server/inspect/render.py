@@ -57,7 +57,7 @@ def _figures(t: Timeline) -> str:
         ("context-messages", "messages sent", st.context_messages),
         ("summarized", "summarized", st.summarized_messages),
         ("segments", "summary segments", len(t.segments)),
-        ("compactions", "compactions", st.compactions),
+        ("view", "kept in view", st.view_messages),
     ]
     cells = "".join(
         f'<div class="figure"><b data-figure="{k}">{v}</b><span>{escape(label)}</span></div>'
