@@ -26,11 +26,13 @@ context recorded on the reply (``turn_records.record_turn``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..model import COMPRESSED_KEY, Chunk, Message
+from ..model import COMPRESSED_KEY, Chunk, Message, ToolUseBlock
+from ..model.values import thaw
 from ..stores import check_limit
 from ..summaries.facts import FactHistory, KeyedFact
 from ..summaries.keyed import SUBJECT_USER
@@ -188,6 +190,15 @@ def _pin_reason(m: Message, position: int, memory: ConversationMemory, first_use
     return "in a tool exchange with a pinned message"
 
 
+def _preview(m: Message) -> str:
+    """The start of a message's text; a tool call shows its name and arguments."""
+    text = m.text()
+    if not text and m.has_tool_use():
+        calls = [b for b in m.blocks if isinstance(b, ToolUseBlock)]
+        text = "; ".join(f"calls {b.name}({json.dumps(thaw(b.input))})" for b in calls)
+    return text[:PREVIEW]
+
+
 def _facts(messages: Iterable[Message]) -> list[FactRow]:
     history = FactHistory()
     history.add_messages(list(messages))
@@ -215,12 +226,15 @@ def _build(
     context_ids = [m.id for m in view.messages]
     pinned: set[str] = set()
     waiting: set[str] = set()
+    exchange: set[str] = set()  # in a tool exchange (a call with its results)
     for u in clog.units():
         msgs = unit_messages(u)
         if clog.protected(u):
             pinned.update(m.id for m in msgs)
         if isinstance(u, Chunk) and u.pending:
             waiting.update(m.id for m in msgs)
+        if len(msgs) > 1 and any(m.has_tool_use() for m in msgs):
+            exchange.update(m.id for m in msgs)
     to_fold = {m.id for m in engine.to_fold}
 
     segments = [
@@ -247,7 +261,7 @@ def _build(
     for i, m in enumerate(log):
         pos = older + i
         own = tok.count_message(m)
-        text = m.text()[:PREVIEW]
+        text = _preview(m)
         mid = m.id
         if mid in sent:
             cm = sent[mid]
@@ -261,6 +275,8 @@ def _build(
                 split["history"] += cost
             else:
                 state, reason = "in_view", "recent: within the history's share"
+                if mid in exchange:
+                    reason += "; a tool call and its results stay together"
                 split["history"] += cost
             entries.append(Entry(pos, mid, m.role, own, state, reason, None, cost, text))
             continue

@@ -80,8 +80,8 @@ SCRIPT: Final = """
           });
           root.setAttribute("data-version", d.version);
           say("live: updated " + new Date().toLocaleTimeString(), true);
-        } else if (d) {
-          say("live", true);
+        } else if (d && live.className !== "live") {
+          say("live", true);  // back after an error; an "updated" note stays
         }
       })
       .catch(function () { say("live: offline", false); })
