@@ -257,3 +257,21 @@ def test_durable_and_async_twin(tmp_path: object) -> None:
 
     assert asyncio.run(resume()) == before
     assert {s for _, s, _ in before} >= {"summarized", "in_view"}
+
+
+def test_rows_read_do_not_grow_with_the_log(tmp_path: object) -> None:
+    """Over a durable session, a timeline of the newest ``limit`` messages reads the
+    view's rows and those ``limit``, whatever the log's length (work counted in rows)."""
+    read = []
+    for n in (150, 600):
+        url = f"sqlite:///{tmp_path}/rows{n}.db"
+        with open_store(url) as db:
+            mem = ConversationMemory(600, store=db.session("s", user_id="u"))
+            for i in range(n):
+                mem.add("user" if i % 2 == 0 else "assistant", words(i, 10), id=f"m{i}")
+        with open_store(url) as db:
+            before = db.stats().rows_read
+            t = timeline(ConversationMemory(600, store=db.session("s", user_id="u")), limit=40)
+            read.append(db.stats().rows_read - before)
+            assert len(t.entries) == 40 and t.older == n - 40
+    assert read[1] <= read[0] + 10, read
