@@ -87,6 +87,8 @@ def test_sections_show_the_timeline(n: int, budget: int) -> None:
     b = t.budget
     assert parts == {
         "pinned": b.pinned,
+        "facts": b.facts,
+        "recall": b.recall,
         "summary": b.summary,
         "history": b.history,
         "free": b.free,

@@ -20,6 +20,7 @@ Turn records have their own tests (``test_turn_records.py``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -29,10 +30,12 @@ from hypothesis import strategies as st
 
 from convomem.errors import ConfigError
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
+from convomem.recall import RecallIndex
 from convomem.session import ConversationMemory
 from convomem.session.timeline import IN_CONTEXT, STATES, atimeline, timeline
 from convomem.stores import open_store
 from convomem.summaries import SUMMARY_HEADER, RunningSummary, Summary
+from convomem.summaries.facts import OfflineExtractor
 from convomem.tokens import PER_MESSAGE_TOKENS, get_tokenizer
 from convomem.views.budget import REPLY_PRIMING_TOKENS
 
@@ -115,17 +118,21 @@ CONFIGS = st.fixed_dictionaries(
         "pin": st.sampled_from([("system",), (), ("last_user",), ("first_user", -2), (1,)]),
         "max_turns": st.sampled_from([None, None, 3, 6]),
         "response_reserve": st.sampled_from([0, 20]),
+        "tiers": st.sampled_from([None, None, "facts", "recall"]),
     }
 )
 
 
 def check(mem: ConversationMemory, switch: Switch) -> None:
-    down, switch.down = switch.down, False  # timeline makes no summarizer call anyway
     log = mem.messages()
-    t = timeline(mem)
-    ctx = mem.context("messages")
-    switch.down = down
+    t = timeline(mem)  # with tiers it takes the context itself (search, emergency fold)
     stats = mem.stats()
+    if mem._tiers is None:
+        ctx_ids = [m.id for m in mem.context("messages")]
+        assert t.context_ids == ctx_ids
+    else:  # a second context() may fold again (the tiers did not fit): compare with its own
+        ctx_ids = t.context_ids
+    view = mem._view()
 
     # A partition of the log, in order.
     assert [e.id for e in t.entries] == [m.id for m in log]
@@ -137,10 +144,9 @@ def check(mem: ConversationMemory, switch: Switch) -> None:
 
     # In-context states are exactly the log messages context() sends.
     logged = {m.id for m in log}
-    sent = [m.id for m in ctx if m.id in logged]
+    sent = [i for i in ctx_ids if i in logged]
     assert len(sent) == len(set(sent))
     assert {e.id for e in t.entries if e.state in IN_CONTEXT} == set(sent)
-    assert t.context_ids == [m.id for m in ctx]
     for e in t.entries:
         assert (e.sent_tokens is not None) == (e.state in IN_CONTEXT)
 
@@ -157,9 +163,14 @@ def check(mem: ConversationMemory, switch: Switch) -> None:
 
     # The budget adds up, and its parts are what the context costs.
     b = t.budget
-    assert b.pinned + b.summary + b.history + b.free + b.reply == mem.budget
-    parts = b.pinned + b.summary + b.history + REPLY_PRIMING_TOKENS
-    view = mem._view()
+    assert b.pinned + b.summary + b.history + b.facts + b.recall + b.free + b.reply == mem.budget
+    parts = b.pinned + b.summary + b.history + REPLY_PRIMING_TOKENS  # the view's part
+    if mem._tiers is None:
+        assert b.facts == b.recall == 0 and t.recall is None and t.facts_scope == "session"
+    else:
+        split = stats.budget_split or {}
+        assert (b.facts, b.recall) == (split.get("facts", 0), split.get("recall", 0))
+        assert split.get("total") == stats.context_tokens + b.facts + b.recall
     if view.anthropic is None:
         assert parts == stats.context_tokens
     else:
@@ -168,15 +179,19 @@ def check(mem: ConversationMemory, switch: Switch) -> None:
     # Agrees with stats().
     assert t.counts["omitted"] == stats.omitted
     assert t.counts["waiting"] == stats.waiting
-    assert t.counts["compressed"] == sum(1 for m in ctx if "convomem_compressed" in m.metadata)
+    compressed = sum(1 for m in view.messages if "convomem_compressed" in m.metadata)
+    assert t.counts["compressed"] == compressed
 
-    # A limited timeline explains the newest messages the same way.
+    # A limited timeline explains the newest messages the same way (with tiers, its own
+    # context may have folded more: then only which messages it lists is compared).
     k = max(1, len(log) // 3)
     tail = timeline(mem, limit=k)
     assert tail.older == len(log) - k
-    assert [(e.id, e.state, e.position) for e in tail.entries] == [
-        (e.id, e.state, e.position) for e in t.entries[-k:]
-    ]
+    if mem._tiers is None or stats.emergency_compactions == mem.stats().emergency_compactions:
+        assert [(e.id, e.state, e.position) for e in tail.entries] == [
+            (e.id, e.state, e.position) for e in t.entries[-k:]
+        ]
+    assert [e.id for e in tail.entries] == [e.id for e in t.entries[-k:]]
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -185,13 +200,21 @@ def test_states_partition_the_log_and_agree_with_context(
     config: dict[str, object], steps: list[tuple[str, int]]
 ) -> None:
     switch = Switch()
-    try:
-        mem = memory(switch, **config)  # type: ignore[arg-type]
-    except ConfigError:
-        return  # a budget too small for the reserve: not this test's concern
-    mem.add("system", "You are a careful support agent.", id="sys")
-    run(steps, mem, switch)
-    check(mem, switch)
+    tiers = config.pop("tiers")
+    with contextlib.ExitStack() as stack:
+        if tiers == "facts":
+            config["extractor"] = OfflineExtractor()
+        elif tiers == "recall":  # facts and recall of evicted messages, per user
+            db = stack.enter_context(open_store("sqlite://"))
+            config["store"] = db.session("s", user_id="u")
+            config["recall"] = RecallIndex(db)
+        try:
+            mem = memory(switch, **config)  # type: ignore[arg-type]
+        except ConfigError:
+            return  # a budget too small for the reserves: not this test's concern
+        mem.add("system", "You are a careful support agent.", id="sys")
+        run(steps, mem, switch)
+        check(mem, switch)
 
 
 def test_each_state_is_reachable_and_explained() -> None:

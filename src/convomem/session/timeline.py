@@ -114,7 +114,8 @@ class SegmentInfo:
 class BudgetSplit:
     """How the budget is shared now (tokens): the context's parts, then what is left.
 
-    ``pinned + summary + history + free + reply == budget`` (``free`` is negative when
+    ``pinned + summary + history + facts + recall + free + reply == budget`` (``free`` is
+    negative when
     pinned messages alone overflow); ``summary_reserve`` and ``history_share`` are what
     the summary and the unpinned history may take; compaction starts at ``trigger`` of
     the history's share and cuts to ``target``.
@@ -130,6 +131,10 @@ class BudgetSplit:
     history_share: int
     trigger: float
     target: float
+    facts: int = 0
+    """The user's facts in the context (a memory with tiers)."""
+    recall: int = 0
+    """Recalled snippets in the context (a memory with tiers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +167,13 @@ class Timeline:
     """The key facts the summary carries verbatim."""
     stats: MemoryStats
     context_ids: list[str] = field(default_factory=list)
-    """The ids ``context("messages")`` sends now, in order (summary and stand-in too)."""
+    """The ids ``context("messages")`` sends now, in order (summary and tiers too)."""
+    facts_scope: str = "session"
+    """``"user"``: ``facts`` are the user's long-term facts (every session of the user, a
+    memory with tiers); ``"session"``: the facts said in the listed messages."""
+    recall: dict[str, Any] | None = None
+    """What recall returned for this context's query (a memory with recall): ``status``,
+    ``query``, ``hits`` (``message_id``, ``session_id``, ``kind``, ``score``, ``shown``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,9 +210,10 @@ def _preview(m: Message) -> str:
     return text[:PREVIEW]
 
 
-def _facts(messages: Iterable[Message]) -> list[FactRow]:
-    history = FactHistory()
-    history.add_messages(list(messages))
+def _facts(messages: Iterable[Message], history: FactHistory | None = None) -> list[FactRow]:
+    if history is None:
+        history = FactHistory()
+        history.add_messages(list(messages))
     rows: list[KeyedFact] = []
     for subject in sorted({f.subject for f in history.current(None)} | {SUBJECT_USER}):
         rows.extend(history.history(None, subject=subject))
@@ -212,7 +224,10 @@ def _facts(messages: Iterable[Message]) -> list[FactRow]:
 
 
 def _build(
-    memory: ConversationMemory, log: list[Message], price: Mapping[str, float] | None
+    memory: ConversationMemory,
+    log: list[Message],
+    price: Mapping[str, float] | None,
+    context: list[Message] | None,
 ) -> Timeline:
     engine = memory._view_engine
     clog = engine.log
@@ -223,7 +238,9 @@ def _build(
     tok = memory.tokenizer
 
     sent: dict[str, Message] = {m.id: m for m in view.messages}
-    context_ids = [m.id for m in view.messages]
+    context_ids = [m.id for m in (view.messages if context is None else context)]
+    tiers = memory._tiers if context is not None else None
+    split = {} if tiers is None else tiers.split
     pinned: set[str] = set()
     waiting: set[str] = set()
     exchange: set[str] = set()  # in a tool exchange (a call with its results)
@@ -257,7 +274,7 @@ def _build(
     older = max(0, stats.log_messages - len(log))
     first_user = next((m.id for m in log if m.role == "user"), "") if older == 0 else ""
     entries: list[Entry] = []
-    split = {"pinned": 0, "history": 0}
+    parts = {"pinned": 0, "history": 0}
     for i, m in enumerate(log):
         pos = older + i
         own = tok.count_message(m)
@@ -269,15 +286,15 @@ def _build(
             if mid in pinned:
                 state: State = "pinned"
                 reason = _pin_reason(m, pos, memory, first_user)
-                split["pinned"] += cost
+                parts["pinned"] += cost
             elif COMPRESSED_KEY in cm.metadata:
                 state, reason = "compressed", f"priority 1: compressed in place ({own} -> {cost})"
-                split["history"] += cost
+                parts["history"] += cost
             else:
                 state, reason = "in_view", "recent: within the history's share"
                 if mid in exchange:
                     reason += "; a tool call and its results stay together"
-                split["history"] += cost
+                parts["history"] += cost
             entries.append(Entry(pos, mid, m.role, own, state, reason, None, cost, text))
             continue
         if mid in clog:
@@ -308,16 +325,20 @@ def _build(
     if summary is not None and summary.id in sent:
         s_tok = tok.count_message(summary)
     if view.stand_in and STAND_IN.id in sent:
-        split["history"] += tok.count_message(STAND_IN)
+        parts["history"] += tok.count_message(STAND_IN)
     reply = memory.response_reserve + REPLY_PRIMING_TOKENS
     reserve = memory._summary_reserve()
+    facts, recalled = split.get("facts", 0), split.get("recall", 0)
+    used = parts["pinned"] + s_tok + parts["history"] + facts + recalled
     budget = BudgetSplit(
         budget=memory.budget,
-        pinned=split["pinned"],
+        pinned=parts["pinned"],
         summary=s_tok,
-        history=split["history"],
+        history=parts["history"],
+        facts=facts,
+        recall=recalled,
         reply=reply,
-        free=memory.budget - reply - split["pinned"] - s_tok - split["history"],
+        free=memory.budget - reply - used,
         summary_reserve=reserve,
         history_share=engine.share(reserve),
         trigger=engine.trigger,
@@ -331,7 +352,9 @@ def _build(
         segments=segments,
         budget=budget,
         turns=turn_rows(log, price),
-        facts=_facts(log),
+        facts=_facts(log, None if tiers is None else tiers.history),
+        facts_scope="session" if tiers is None or tiers.history is None else "user",
+        recall=None if tiers is None or tiers.searcher is None else dict(tiers.last_recall),
         summary_facts=[] if current is None else [f.value for f in current.facts],
         stats=stats,
         context_ids=context_ids,
@@ -342,10 +365,17 @@ def _timeline_gen(
     memory: ConversationMemory, limit: int | None, price: Mapping[str, float] | None
 ) -> Gen[Timeline]:
     yield from memory._load_gen()
+    context: list[Message] | None = None
+    tiers = memory._tiers
+    if tiers is not None and tiers.on:
+        # The tiers (facts, recall) are decided with the context, which may fold more
+        # history to fit them: take it as context() would, then explain.
+        context = yield from memory._context_gen("messages")
     log: list[Message] = yield from memory._messages_gen(limit)
     if not memory._loaded:  # the store moved under a durable memory meanwhile: reload
         yield from memory._load_gen()
-    return _build(memory, log, price)
+        context = None if context is None else (yield from memory._context_gen("messages"))
+    return _build(memory, log, price, context)
 
 
 def timeline(
@@ -354,7 +384,10 @@ def timeline(
     limit: int | None = None,
     price: Mapping[str, float] | None = None,
 ) -> Timeline:
-    """Explain ``memory`` (see the module docstring); makes no summarizer call.
+    """Explain ``memory`` (see the module docstring). Without tiers it makes no
+    summarizer call and changes nothing; with tiers (facts, recall) it first takes the
+    context as ``context()`` does (the search, and the emergency compaction when the
+    tiers do not fit), since the tiers are decided there.
 
     ``limit``: only the newest ``limit`` messages of the log are read and explained
     (``older`` says how many come before). ``price``: per million tokens, keys

@@ -28,6 +28,8 @@ COLORS: Final = {
     "summarized": "#2563eb",
     "dropped": "#9ca3af",
     "summary": "#60a5fa",
+    "facts": "#f472b6",
+    "recall": "#a78bfa",
     "history": "#22c55e",
     "free": "#e5e7eb",
     "reply": "#fbbf24",
@@ -90,6 +92,8 @@ def _budget(t: Timeline) -> str:
     b = t.budget
     parts = [
         ("pinned", "pinned", b.pinned, COLORS["pinned"]),
+        ("facts", "user facts", b.facts, COLORS["facts"]),
+        ("recall", "recalled", b.recall, COLORS["recall"]),
         ("summary", "summary", b.summary, COLORS["summary"]),
         ("history", "history", b.history, COLORS["history"]),
         ("free", "free", b.free, COLORS["free"]),
@@ -191,31 +195,47 @@ def _facts(t: Timeline) -> str:
         f"<td>{escape(_when(f.valid_from))}</td></tr>"
         for f in t.facts
     )
-    return _table(
-        ("subject", "attribute", "value", "status", "said in", "since"),
-        rows,
-        "No fact found in the listed messages.",
+    scope = (
+        "The user's long-term facts, from every session of the user."
+        if t.facts_scope == "user"
+        else "Facts said in the listed messages of this session."
     )
+    table = _table(
+        ("subject", "attribute", "value", "status", "said in", "since"), rows, "No fact found."
+    )
+    return f'<p class="note" data-facts-scope="{t.facts_scope}">{scope}</p>{table}'
 
 
 def _recall(recall: Mapping[str, Any] | None) -> str:
     if recall is None:
-        return '<p class="empty">Recall is not configured for this service.</p>'
+        return '<p class="empty">Recall is not configured for this session.</p>'
     query = recall.get("query")
+    status = str(recall.get("status", "ok"))
+    error = f" ({escape(str(recall['error']))})" if recall.get("error") else ""
+    head = (
+        f'<p>Status <b data-recall-status="{escape(status)}">{escape(status)}</b>{error}; '
+        f"{int(recall.get('tokens') or 0)} tokens in the context.</p>"
+    )
     if not query:
-        return '<p class="empty">No user message to recall for yet.</p>'
+        return head + '<p class="empty">No user message to recall for yet.</p>'
     hits: Sequence[Mapping[str, Any]] = recall.get("hits") or ()
     rows = (
-        f'<tr data-hit="{escape(str(h.get("message_id")))}"><td>{i + 1}</td>'
-        f"<td>{float(h.get('score', 0.0)):.4f}</td><td>{escape(str(h.get('kind', '')))}</td>"
+        f'<tr data-hit="{escape(str(h.get("message_id")))}" '
+        f'data-shown="{str(bool(h.get("shown"))).lower()}"><td>{i + 1}</td>'
+        f"<td>{float(h.get('score') or 0.0):.4f}</td><td>{escape(str(h.get('kind', '')))}</td>"
+        f"<td><code>{escape(str(h.get('message_id', '')))}</code></td>"
         f"<td><code>{escape(str(h.get('session_id', '')))}</code></td>"
+        f"<td>{'sent' if h.get('shown') else 'did not fit'}</td>"
         f'<td class="text">{escape(str(h.get("text", ""))[:300])}</td></tr>'
         for i, h in enumerate(hits)
     )
-    note = recall.get("note")
     q = f"<p>Query (the newest user message): <q data-query>{escape(str(query)[:300])}</q></p>"
-    extra = f'<p class="note">{escape(str(note))}</p>' if note else ""
-    return q + extra + _table(("#", "score", "kind", "session", "text"), rows, "No hit.")
+    table = _table(
+        ("#", "score", "kind", "message", "session", "in context", "text"),
+        rows,
+        "No hit (messages still in the view are not recalled).",
+    )
+    return head + q + table
 
 
 def _row(e: Entry) -> str:
@@ -242,7 +262,9 @@ def _timeline(t: Timeline) -> str:
 
 
 def sections(t: Timeline, recall: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Each part of the page as HTML, keyed by its element id."""
+    """Each part of the page as HTML, keyed by its element id; ``recall`` (default: the
+    timeline's own, from its context) is what recall returned for the last query."""
+    recall = t.recall if recall is None else recall
     return {
         "sec-figures": _figures(t),
         "sec-budget": _budget(t),
