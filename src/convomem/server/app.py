@@ -24,6 +24,7 @@ from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
 from . import routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state
+from .inspect import routes as inspect_routes
 from .models import ProblemOut, problem_responses
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
 from .settings import Settings
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_sessions.router, responses=api)
     app.include_router(routes_messages.router, responses=api)
     app.include_router(routes_users.router, responses=api)
+    app.include_router(inspect_routes.router)
     _register_problem_schema(app)
 
     _install_errors(app)

@@ -55,7 +55,11 @@ def _figures(t: Timeline) -> str:
     st = t.stats
     items = [
         ("log", "messages in the log", st.log_messages),
-        ("context-tokens", "context tokens now", st.context_tokens),
+        (
+            "context-tokens",
+            "context tokens now",
+            (st.budget_split or {}).get("total", st.context_tokens),
+        ),
         ("context-messages", "messages sent", st.context_messages),
         ("summarized", "summarized", st.summarized_messages),
         ("segments", "summary segments", len(t.segments)),
