@@ -129,7 +129,10 @@ async def get_session(session_id: str, key: Key, svc: Svc, response: Response) -
 @router.delete("/{session_id}", status_code=204)
 async def delete_session(session_id: str, key: Key, svc: Svc) -> Response:
     """Delete a session with its log, derived state and recall items."""
-    await session_info(svc, key, session_id)  # an expired session is already gone
+    info = await session_info(svc, key, session_id)  # an expired session is already gone
+    if svc.recall is not None and info.user_id is not None and svc.settings.recall is not None:
+        # a recall index in another database: the store's trigger cannot reach it
+        await svc.recall.delete(user_id=info.user_id, session_id=session_id, tenant=key.tenant)
     if not await svc.db.delete_session(session_id, tenant=key.tenant):
         raise not_found("session", session_id)
     return Response(status_code=204)
