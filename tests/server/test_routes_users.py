@@ -106,6 +106,8 @@ def test_facts_current_and_history_and_recall_in_a_context(
     assert "allergic to: peanuts" in ctx[0]["content"]  # the facts tier
     assert acc["recall_status"] == "ok" and acc["recalled"][0]["session_id"] == "s1"
     assert acc["tokens"] == acc["split"]["total"] <= acc["budget"]
+    shown = sum(1 for x in acc["recalled"] if x["shown"])
+    assert f"convomem_recall_hits_total {shown}\n" in client.get("/metrics").text
     assert acc["kept"] == [
         client.get("/v1/sessions/s2/messages", headers=h).json()["messages"][0]["id"]
     ]
