@@ -241,6 +241,7 @@ async def get_context(
     st = memory.stats()
     svc.metrics.add("compactions", st.compactions - before.compactions)
     svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
+    svc.metrics.add("recall_hits", sum(1 for h in (st.recall or {}).get("hits", ()) if h["shown"]))
     response.headers["ETag"] = f'"{memory._last}"'
     return ContextResponse(
         format=format,
