@@ -119,3 +119,30 @@ def test_the_runner_end_to_end_on_two_users(tmp_path: Path) -> None:
     held = generate(5, 2, "heldout", sessions=10, exchanges=6)
     result = run_set(held, HashingEmbedder(), str(tmp_path), None, "direct")
     assert score(result, s["thresholds"])["thresholds"] == s["thresholds"]  # dev's, reused
+
+
+def test_planted_turns_look_like_filler() -> None:
+    from longmem.filler import TOPICS
+
+    data = generate(11, 3, "dev")
+    evidence = {e for q in data["questions"] for e in q["evidence"]}
+    openers = tuple(o for t in TOPICS.values() for o in t["open"])
+    planted, filler = [], []
+    for user in data["users"]:
+        for s in user["sessions"]:
+            for m in s["messages"]:
+                if m["role"] != "user" or not isinstance(m["content"], str):
+                    continue
+                if m["id"] in evidence:
+                    planted.append(m["content"])
+                elif m["content"].startswith(openers):
+                    filler.append(m["content"])
+    assert planted and len(filler) > 5 * len(planted)
+    # planted user turns open like filler does, and are about as long
+    assert all(p.startswith(openers) for p in planted)
+    words = [sum(len(t.split()) for t in group) / len(group) for group in (planted, filler)]
+    assert 0.7 < words[0] / words[1] < 1.45, words
+    # a filler turn carries a first-person aside as often as not
+    asides = {a for t in TOPICS.values() for a in t["aside"]}
+    with_aside = sum(any(a in f for a in asides) for f in filler)
+    assert with_aside > 0.4 * len(filler)
