@@ -1,6 +1,7 @@
 """Recall: embedders, the embedding cache, near-duplicate search and the hybrid
 (BM25 + vector) recall index over a store database."""
 
+from ._core import Turn
 from .cache import (
     EmbeddingCache,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "NearDuplicateFinder",
     "OpenAIEmbedder",
     "RecallIndex",
+    "Turn",
     "Vector",
     "find_near_duplicates",
 ]
