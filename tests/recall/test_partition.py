@@ -121,3 +121,12 @@ def test_search_equals_the_brute_force_oracle(
                     if cos is not None:
                         assert h.similarity is not None
                         assert math.isclose(h.similarity, cos, abs_tol=1e-6)
+
+
+@settings(max_examples=EXAMPLES * 5, deadline=None)
+@given(texts=st.lists(st.text(alphabet="abcXYZ019 _-.,!?\t\n\x00éüß", max_size=30), min_size=1))
+def test_the_fast_ascii_split_finds_the_regex_words(texts: list[str]) -> None:
+    from convomem.recall._partition import _END, _WORD_OR_END, fold, split_words
+
+    for batch in (texts, [t.encode("ascii", "ignore").decode() for t in texts]):
+        assert split_words(batch) == _WORD_OR_END.findall(_END.join(map(fold, batch)) + _END)
