@@ -130,3 +130,53 @@ def test_the_fast_ascii_split_finds_the_regex_words(texts: list[str]) -> None:
 
     for batch in (texts, [t.encode("ascii", "ignore").decode() for t in texts]):
         assert split_words(batch) == _WORD_OR_END.findall(_END.join(map(fold, batch)) + _END)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(50, 400),
+    n=st.integers(1, 20),
+    filtered=st.booleans(),
+)
+def test_max_score_pruning_finds_what_scoring_every_match_finds(
+    seed: int, size: int, n: int, filtered: bool
+) -> None:
+    """Zipf-worded texts, queries mixing rare and common words: the pruned lexical search
+    returns exactly what scoring every matching row returns."""
+    from convomem.recall import _partition
+
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(60)]
+    weights = 1.0 / np.arange(1, 61)
+    weights /= weights.sum()
+    part = _partition.Partition(np, 4)
+    rows = []
+    for rid in range(1, size + 1):
+        text = " ".join(rng.choice(vocab, size=int(rng.integers(1, 12)), p=weights))
+        rows.append((rid, "user" if rid % 3 else "tool", float(rid % 7), text, bytes(16)))
+    part.extend(rows, size, 0)
+    kinds, as_of = (["user"], 4.0) if filtered else (None, None)
+    for _ in range(10):
+        words = [vocab[int(i)] for i in rng.choice(60, size=int(rng.integers(2, 6)))]
+        got = _partition.lexical(np, part, words, n, kinds, as_of)
+        original = _partition._max_score
+        try:
+            _partition._max_score = lambda *a: None  # type: ignore[assignment]
+            assert _partition.lexical(np, part, words, n, kinds, as_of) == got
+        finally:
+            _partition._max_score = original
+
+
+def test_max_score_prunes_the_common_words_rows() -> None:
+    from convomem.recall import _partition
+
+    part = _partition.Partition(np, 4)
+    texts = [f"the note {i}" for i in range(1000)] + ["the rare peanut note"] * 3
+    part.extend([(i + 1, "user", 0.0, t, bytes(16)) for i, t in enumerate(texts)], 1003, 0)
+    v, lists = part.view(["peanut", "the", "note"])
+    idfs = [_partition.idf_of(v.n, len(p)) for p, _ in lists]
+    found = _partition._max_score(np, v, lists, idfs, 2, None)
+    assert found is not None and found[0].tolist() == [1000, 1001, 1002]  # 3 rows scored
+    hits = _partition.lexical(np, part, ["peanut", "the", "note"], 2, None, None)
+    assert [rid for rid, _ in hits] == [1003, 1002]  # ties: the newer first

@@ -260,24 +260,59 @@ def lexical(
     as_of: float | None,
 ) -> list[tuple[int, float]]:
     """The ``n`` best ``(rid, BM25)`` of the partition for the query's terms."""
-    words_ = search_terms(terms)
-    v, lists = part.view(words_)
+    v, lists = part.view(search_terms(terms))
     if not v.n or not lists:
         return []
-    if len(lists) == 1:
+    idfs = [idf_of(v.n, len(p)) for p, _ in lists]
+    mask = mask_of(np, v, kinds, as_of)
+    found = _max_score(np, v, lists, idfs, n, mask)
+    if found is not None:
+        pos, scores = found
+    elif len(lists) == 1:
         pos, tf = lists[0]  # one word: its rows, in order
-        scores = bm25_term(idf_of(v.n, len(pos)), tf.astype(np.float64), v.norms[pos])
+        scores = bm25_term(idfs[0], tf.astype(np.float64), v.norms[pos])
     else:
         dense = np.zeros(v.n)
-        for p, tf in lists:
-            dense[p] += bm25_term(idf_of(v.n, len(p)), tf.astype(np.float64), v.norms[p])
+        for (p, tf), idf in zip(lists, idfs, strict=True):
+            dense[p] += bm25_term(idf, tf.astype(np.float64), v.norms[p])
         pos = np.flatnonzero(dense)  # every contribution is positive
         scores = dense[pos]
-    mask = mask_of(np, v, kinds, as_of)
-    if mask is not None:
+    if found is None and mask is not None:
         keep = mask[pos]
         pos, scores = pos[keep], scores[keep]
     return best(np, v, pos, scores, n)
+
+
+def _max_score(
+    np: Any, v: View, lists: list[tuple[Any, Any]], idfs: list[float], n: int, mask: Any
+) -> tuple[Any, Any] | None:
+    """Rows sure to hold the ``n`` best, and their scores, found without scoring every
+    row a common word matches (MaxScore): score the rows of the rarest words fully; a
+    row with none of them has only the other words, so scores less than the sum of
+    their bounds (``idf * (K1 + 1)``); when that sum is at most the ``n``-th best score
+    found, no such row can enter. None: score every matching row instead."""
+    if len(lists) < 2:
+        return None
+    order = sorted(range(len(lists)), key=lambda i: len(lists[i][0]))
+    for j in range(1, len(order)):
+        rest = sum(idfs[i] for i in order[j:]) * (K1 + 1.0)
+        rows = [lists[i][0] for i in order[:j]]
+        d = rows[0] if j == 1 else np.unique(np.concatenate(rows))
+        if mask is not None:
+            d = d[mask[d]]
+        if 8 * len(d) > v.n:
+            return None  # as much work as scoring everything
+        if len(d) < n:
+            continue
+        scores = np.zeros(len(d))
+        for (p, tf), idf in zip(lists, idfs, strict=True):  # query order: the same sums
+            at = np.minimum(np.searchsorted(p, d), len(p) - 1)
+            hit = p[at] == d
+            scores[hit] += bm25_term(idf, tf[at[hit]].astype(np.float64), v.norms[d[hit]])
+        nth = scores[np.argpartition(-scores, n - 1)[n - 1]]
+        if rest * (1.0 + 1e-9) <= nth:
+            return d, scores
+    return None
 
 
 def vector(
