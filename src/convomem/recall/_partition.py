@@ -121,6 +121,7 @@ class Partition:
         self._norms: tuple[int, Any] = (-1, None)  # (n, length_norm of rows [0, n))
         self.kind_codes: dict[str, int] = {}
         self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        self.postings_count = 0
 
     @property
     def dim(self) -> int:
@@ -128,8 +129,7 @@ class Partition:
 
     def nbytes(self) -> int:
         """About how much memory the partition holds."""
-        postings = sum(len(p) for p, _ in self.postings.values())
-        return int(self.mat.nbytes + 28 * self.mat.shape[0] + 16 * postings)
+        return int(self.mat.nbytes + 28 * self.mat.shape[0] + 16 * self.postings_count)
 
     def _grow(self, need: int) -> None:
         np = self.np
@@ -188,6 +188,7 @@ class Partition:
         # one key per (word, row), sorted: runs of a key are a word's count in a row
         keys, counts = np.unique((tok[word] << shift) + row[word], return_counts=True)
         word_of, row_of = keys >> shift, keys & ((1 << shift) - 1)
+        self.postings_count += len(keys)
         bounds = np.flatnonzero(np.diff(word_of)) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), len(keys)]
