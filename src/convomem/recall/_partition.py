@@ -295,24 +295,35 @@ def _max_score(
     if len(lists) < 2:
         return None
     order = sorted(range(len(lists)), key=lambda i: len(lists[i][0]))
-    for j in range(1, len(order)):
-        rest = sum(idfs[i] for i in order[j:]) * (K1 + 1.0)
-        rows = [lists[i][0] for i in order[:j]]
-        d = rows[0] if j == 1 else np.unique(np.concatenate(rows))
-        if mask is not None:
-            d = d[mask[d]]
-        if 8 * len(d) > v.n:
-            return None  # as much work as scoring everything
-        if len(d) < n:
-            continue
-        scores = np.zeros(len(d))
-        for (p, tf), idf in zip(lists, idfs, strict=True):  # query order: the same sums
-            at = np.minimum(np.searchsorted(p, d), len(p) - 1)
-            hit = p[at] == d
-            scores[hit] += bm25_term(idf, tf[at[hit]].astype(np.float64), v.norms[d[hit]])
-        nth = scores[np.argpartition(-scores, n - 1)[n - 1]]
-        if rest * (1.0 + 1e-9) <= nth:
-            return d, scores
+    # the rarest words whose rows are few next to the rows all the words match
+    budget = sum(len(p) for p, _ in lists) // 16
+    j, size = 0, 0
+    while j < len(order) - 1 and size + len(lists[order[j]][0]) <= budget:
+        size += len(lists[order[j]][0])
+        j += 1
+    if not j:
+        return None
+    rest = sum(idfs[i] for i in order[j:]) * (K1 + 1.0)
+    rows = [lists[i][0] for i in order[:j]]
+    if j == 1:
+        d = rows[0]
+    else:
+        seen = np.zeros(v.n, dtype=bool)
+        for r in rows:
+            seen[r] = True
+        d = np.flatnonzero(seen)
+    if mask is not None:
+        d = d[mask[d]]
+    if len(d) < n:
+        return None
+    scores = np.zeros(len(d))
+    for (p, tf), idf in zip(lists, idfs, strict=True):  # query order: the same sums
+        at = np.minimum(np.searchsorted(p, d), len(p) - 1)
+        hit = p[at] == d
+        scores[hit] += bm25_term(idf, tf[at[hit]].astype(np.float64), v.norms[d[hit]])
+    nth = scores[np.argpartition(-scores, n - 1)[n - 1]]
+    if rest * (1.0 + 1e-9) <= nth:
+        return d, scores
     return None
 
 
