@@ -40,18 +40,22 @@ from .. import _check
 from .._io import LoopLock
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
+from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
+from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
 from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
+from ..summaries.extractor import Extractor
 from ..tokens import Tokenizer, get_tokenizer
-from ..views.budget import REPLY_PRIMING_TOKENS
+from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
 from ._ops import (
     Format,
     check_store,
     half_extractive,
     running_summary,
 )
+from ._tiered import make_tiers
 from .core import SessionCore
-from .stats import MemoryStats
+from .stats import MemoryStats, snapshot
 from .view import SessionView
 
 __all__ = ["COMPRESSED_KEY", "ConversationMemory", "MemoryStats"]
@@ -99,6 +103,22 @@ class ConversationMemory(SessionCore):
       log stores the scored message).
     - ``background``: in the async methods, commit a fallback summary at once and
       replace it when the summarizer's arrives (``await wait()`` awaits it).
+    - ``recall``: a ``RecallIndex`` (``AsyncRecallIndex`` for the async methods), used
+      through a ``GuardedRecall`` (one per index; pass your own to set its deadline and
+      breaker). Needs a store scoped to a user (``db.session(id, user_id=...)``): what
+      the view evicts and each summary segment are indexed for that user in the
+      background (``flush()`` / ``await wait()``), and ``context()`` recalls the
+      ``recall_k`` best snippets for its query. The user's long-term facts are read from
+      and saved to the index's facts table (``recall.facts(user_id)``: current values,
+      and ``history(attr)`` for "what was my old address?").
+    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``);
+      alone, without ``recall``, the facts are kept by this memory only.
+    - ``drift``: a ``DriftDetector`` checking each user message; ``new_segment`` starts
+      a summary segment there, ``widen_recall`` doubles ``recall_k`` for the next
+      context. Its state is kept with a durable session's.
+    - ``shares``: a ``ContextBudget`` whose ``facts`` / ``recall`` shares (default 10% /
+      15% of what may be sent) the tiers take; what the facts leave unused goes to the
+      history.
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
@@ -130,6 +150,11 @@ class ConversationMemory(SessionCore):
         facts: bool = True,
         scorer: Callable[[Message], int] | None = None,
         background: bool = False,
+        recall: RecallIndex | AsyncRecallIndex | GuardedRecall | AsyncGuardedRecall | None = None,
+        recall_k: int = 5,
+        extractor: Extractor | None = None,
+        drift: DriftDetector | None = None,
+        shares: ContextBudget | None = None,
     ) -> None:
         if budget is not None and max_tokens is not None:
             raise ConfigError("budget= and max_tokens= name the same thing: give one")
@@ -192,6 +217,18 @@ class ConversationMemory(SessionCore):
         self._reids = 0
         self.last_error: BaseException | None = None
         """The last error of a compaction (the summarizer's), kept for inspection."""
+        self._tiers = make_tiers(
+            self._store,
+            recall=recall,
+            recall_k=recall_k,
+            extractor=extractor,
+            drift=drift,
+            shares=shares,
+            tokenizer=tok,
+            limit=limit,
+            summary_reserve=rs.reserve if summary else 0,
+        )
+        self._emergencies = 0
         self._durable_init(
             {
                 "budget": budget,
@@ -235,33 +272,9 @@ class ConversationMemory(SessionCore):
         return self._tok
 
     def stats(self) -> MemoryStats:
-        """Counters and the state of the view now."""
+        """Counters and the state of the view now (and of the tiers, when on)."""
         with self._tlock:
-            v = self._view()
-            rs = self._rs
-            st = rs.stats
-            current = rs.current()
-            return MemoryStats(
-                context_tokens=v.tokens,
-                context_messages=len(v.messages),
-                log_messages=self._count if self._durable else len(self._ids),
-                view_messages=len(self._view_engine.log),
-                summarized_messages=len(rs.covered_ids),
-                compactions=self._compactions,
-                compaction_failures=self._failures,
-                compressions=self._compressions,
-                summarizer_calls=st.summarizer_calls,
-                summarizer_input_tokens=st.input_tokens,
-                summary_tokens=0 if current is None else (current.tokens or 0),
-                degraded=current is not None and current.degraded,
-                compaction_pending=self._pending_retry,
-                omitted=v.omitted,
-                prefix_kept=self._prefix_kept,
-                prefix_breaks=self._prefix_breaks,
-                fits=v.fits,
-                waiting=v.waiting,
-                reids=self._reids,
-            )
+            return snapshot(self)
 
     def __repr__(self) -> str:
         return (
@@ -302,13 +315,19 @@ class ConversationMemory(SessionCore):
         return self._run(self._set_summary_gen(text))
 
     @overload
-    def context(self, format: Literal["openai"] = "openai") -> list[dict[str, Any]]: ...
-    @overload
-    def context(self, format: Literal["anthropic"]) -> dict[str, Any]: ...
-    @overload
-    def context(self, format: Literal["messages"]) -> list[Message]: ...
     def context(
-        self, format: Format = "openai"
+        self, format: Literal["openai"] = "openai", *, query: str | None = None
+    ) -> list[dict[str, Any]]: ...
+    @overload
+    def context(
+        self, format: Literal["anthropic"], *, query: str | None = None
+    ) -> dict[str, Any]: ...
+    @overload
+    def context(
+        self, format: Literal["messages"], *, query: str | None = None
+    ) -> list[Message]: ...
+    def context(
+        self, format: Format = "openai", *, query: str | None = None
     ) -> list[dict[str, Any]] | dict[str, Any] | list[Message]:
         """What to send now, under the budget.
 
@@ -317,11 +336,23 @@ class ConversationMemory(SessionCore):
         the summary, in ``system``); ``"messages"``: convomem ``Message`` objects. Makes
         no summarizer call. A tool call still awaiting its result is left out until the
         result arrives (pinned messages that arrived meanwhile are sent).
+
+        With ``recall=`` (or ``extractor=``): ``[system] [facts and recalled snippets,
+        one system message] [summary] [recent]``; ``query`` (default: the newest user
+        message) is searched among what left the view in the user's sessions. Tiers that
+        do not fit trigger an emergency compaction (see ``session._tiered``).
         """
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self._run(
-            self._context_gen(format)
+            self._context_gen(format, query)
         )
         return result
+
+    def flush(self) -> None:
+        """Wait until what left the view is indexed (``recall=``), and save the user's
+        facts. A failed background ingest raises here."""
+        with self._tlock:
+            if self._tiers is not None:
+                self._run(self._tier_flush_gen())
 
     def messages(self, limit: int | None = None) -> list[Message]:
         """The log from the store, oldest first (with ``limit``, the newest ``limit``)."""
@@ -358,17 +389,23 @@ class ConversationMemory(SessionCore):
         return await self._arun(self._add_gen(message))
 
     @overload
-    async def acontext(self, format: Literal["openai"] = "openai") -> list[dict[str, Any]]: ...
-    @overload
-    async def acontext(self, format: Literal["anthropic"]) -> dict[str, Any]: ...
-    @overload
-    async def acontext(self, format: Literal["messages"]) -> list[Message]: ...
     async def acontext(
-        self, format: Format = "openai"
+        self, format: Literal["openai"] = "openai", *, query: str | None = None
+    ) -> list[dict[str, Any]]: ...
+    @overload
+    async def acontext(
+        self, format: Literal["anthropic"], *, query: str | None = None
+    ) -> dict[str, Any]: ...
+    @overload
+    async def acontext(
+        self, format: Literal["messages"], *, query: str | None = None
+    ) -> list[Message]: ...
+    async def acontext(
+        self, format: Format = "openai", *, query: str | None = None
     ) -> list[dict[str, Any]] | dict[str, Any] | list[Message]:
         """Async twin of ``context``."""
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = await self._arun(
-            self._context_gen(format)
+            self._context_gen(format, query)
         )
         return result
 
@@ -395,3 +432,5 @@ class ConversationMemory(SessionCore):
         await self._rs.wait()
         with contextlib.suppress(ConcurrentUpdate):  # another writer's state wins
             await self._arun(self._dsave_gen())
+        if self._tiers is not None:
+            await self._arun(self._tier_flush_gen())

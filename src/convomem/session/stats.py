@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from ._tiered import tier_stats
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +50,52 @@ class MemoryStats:
     reids: int = 0
     """Messages whose derived id (from a format converter) was already in the log and
     that got a fresh one (two equal texts converted one at a time)."""
+    recall: Mapping[str, Any] | None = None
+    """The last ``context()``'s recall: ``status`` ("ok", "failed", "timeout", "open"
+    (the circuit breaker is open), "off"), ``error``, ``query``, ``k``, ``hits`` (each
+    ``message_id``, ``session_id``, ``kind``, ``score``, ``shown``) and ``tokens``."""
+    facts: Mapping[str, Any] | None = None
+    """The user's long-term facts: ``count`` (current values), ``tokens`` (rendered in the
+    last context), ``reserve``, ``extracted`` (messages read), ``version``, ``unsaved``,
+    ``saves``, ``conflicts`` (saves that lost to another session and merged); None: off."""
+    drift: Mapping[str, Any] | None = None
+    """The drift detector: ``score``, ``action``, ``suggestion`` of the last user message,
+    ``checks``, ``drifts``, ``segments_started``, ``widened``; None: off."""
+    budget_split: Mapping[str, int] | None = None
+    """Tokens of the last context per tier: ``system``, ``facts``, ``recall``,
+    ``summary``, ``history``, the ``total`` (priming included) and the ``limit``."""
+    emergency_compactions: int = 0
+    """Contexts whose tiers did not fit after the normal compaction: the evictable history
+    was folded and what still did not fit was cut (snippets, then facts)."""
+    tier_error: str | None = None
+    """The last error of a tier (extraction, drift check, facts save, search)."""
+
+
+def snapshot(mem: Any) -> MemoryStats:
+    """The stats of a ``ConversationMemory`` now (its lock held by the caller)."""
+    v = mem._view()
+    rs = mem._rs
+    st = rs.stats
+    current = rs.current()
+    return MemoryStats(
+        context_tokens=v.tokens,
+        context_messages=len(v.messages),
+        log_messages=mem._count if mem._durable else len(mem._ids),
+        view_messages=len(mem._view_engine.log),
+        summarized_messages=len(rs.covered_ids),
+        compactions=mem._compactions,
+        compaction_failures=mem._failures,
+        compressions=mem._compressions,
+        summarizer_calls=st.summarizer_calls,
+        summarizer_input_tokens=st.input_tokens,
+        summary_tokens=0 if current is None else (current.tokens or 0),
+        degraded=current is not None and current.degraded,
+        compaction_pending=mem._pending_retry,
+        omitted=v.omitted,
+        prefix_kept=mem._prefix_kept,
+        prefix_breaks=mem._prefix_breaks,
+        fits=v.fits,
+        waiting=v.waiting,
+        reids=mem._reids,
+        **tier_stats(mem._tiers, mem._emergencies),
+    )
