@@ -16,16 +16,22 @@ Floors measured in the same run:
 
 Backends: SQLite (a file in /dev/shm when there is one) and PostgreSQL + pgvector (an
 embedded server started here; ``--pg-messages`` sets its size, 0 skips it).
+``--embedder minilm`` embeds with MiniLMEmbedder (384 dims; the ``minilm`` extra and the
+weights package) instead: use it with a small ``--messages`` for its ingest rate.
 
     .venv/bin/python bench/bench_recall.py
     .venv/bin/python bench/bench_recall.py --messages 100000 --users 1000 --pg-messages 100000
+    .venv/bin/python bench/bench_recall.py --messages 2000 --users 10 --pg-messages 0 \
+        --embedder minilm
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import random
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -53,8 +59,11 @@ def corpus(n: int, seed: int) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     vocab = vocabulary(rng)
     weights = [1.0 / (i + 1) for i in range(len(vocab))]  # Zipf-like, as in conversation
-    texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(8, 20))) for _ in range(n)]
-    queries = [" ".join(rng.choices(vocab, weights, k=rng.randint(3, 6))) for _ in range(2000)]
+    cum = list(itertools.accumulate(weights))  # the same draws as weights=, made once
+    texts = [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(8, 20))) for _ in range(n)]
+    queries = [
+        " ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(3, 6))) for _ in range(2000)
+    ]
     return texts, queries
 
 
@@ -77,8 +86,15 @@ def ingest(idx: RecallIndex, texts: list[str], users: int, batch: int = 1000) ->
     return time.perf_counter() - start
 
 
-def ingest_floor(texts: list[str], path: str, batch: int = 1000) -> float:
-    emb = HashingEmbedder(dim=256)
+def make_embedder(name: str) -> Any:
+    if name == "minilm":
+        from convomem.recall import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    return HashingEmbedder(dim=256)
+
+
+def ingest_floor(texts: list[str], path: str, emb: Any, batch: int = 1000) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, text TEXT, vec BLOB)")
@@ -125,8 +141,9 @@ def searches(idx: RecallIndex, queries: list[str], users: int, seed: int) -> dic
     }
 
 
-def vector_floor(texts: list[str], queries: list[str], users: int, seed: int) -> dict[str, Any]:
-    emb = HashingEmbedder(dim=256)
+def vector_floor(
+    texts: list[str], queries: list[str], users: int, seed: int, emb: Any
+) -> dict[str, Any]:
     per = len(texts) // users
     mat = np.asarray(emb.embed_batch(texts[: per * users]), dtype=np.float32)
     parts = [mat[u * per : (u + 1) * per] for u in range(users)]
@@ -144,13 +161,13 @@ def vector_floor(texts: list[str], queries: list[str], users: int, seed: int) ->
 
 
 def run_backend(name: str, url: str, texts: list[str], queries: list[str], args: Any) -> None:
-    for users in (1, args.users):
+    for users in args.layouts:
         db = open_store(url)
-        idx = RecallIndex(db, embedder=HashingEmbedder(dim=256))
+        idx = RecallIndex(db, embedder=args.emb)
         took = ingest(idx, texts, users)
         rate = len(texts) / took
         s = searches(idx, queries[: args.queries], users, args.seed)
-        floor = vector_floor(texts, queries[: args.queries], users, args.seed)
+        floor = vector_floor(texts, queries[: args.queries], users, args.seed, args.emb)
         print(
             f"{name:10} n={len(texts):>7} users={users:>5}  ingest {rate:8.0f} msg/s   "
             f"search p50 {s['p50'] * 1e3:6.2f} ms  p99 {s['p99'] * 1e3:6.2f} ms  "
@@ -160,6 +177,8 @@ def run_backend(name: str, url: str, texts: list[str], queries: list[str], args:
         )
         idx.close()
         db.close()
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).unlink(missing_ok=True)
         url = args.next_url(name)
 
 
@@ -170,7 +189,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--pg-messages", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-sqlite", dest="sqlite", action="store_false")
+    parser.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    parser.add_argument(
+        "--layouts", default="one,spread", help="one (a single user), spread (--users users)"
+    )
     args = parser.parse_args()
+    args.emb = make_embedder(args.embedder)
+    args.layouts = [1 if name == "one" else args.users for name in args.layouts.split(",")]
     texts, queries = corpus(args.messages, args.seed)
     shm = Path("/dev/shm")
     base = Path(tempfile.mkdtemp(dir=shm if shm.is_dir() else None, prefix="convomem-recall-"))
@@ -184,18 +210,23 @@ def main() -> None:
         return str(server.fresh_url())
 
     args.next_url = next_url
-    floor = ingest_floor(texts, f"{base}/floor.db")
-    print(f"ingest floor (embed + raw executemany): {len(texts) / floor:8.0f} msg/s", flush=True)
-    run_backend("sqlite", next_url("sqlite"), texts, queries, args)
-    if args.pg_messages:
-        from _servers_postgres import start_postgres
+    try:
+        floor = ingest_floor(texts, f"{base}/floor.db", args.emb)
+        print(f"ingest floor (embed + raw executemany): {len(texts) / floor:8.0f} msg/s")
+        Path(f"{base}/floor.db").unlink()
+        if args.sqlite:
+            run_backend("sqlite", next_url("sqlite"), texts, queries, args)
+        if args.pg_messages:
+            from _servers_postgres import start_postgres
 
-        server = start_postgres()
-        try:
-            pg_texts = texts[: args.pg_messages]
-            run_backend("postgresql", next_url("postgresql"), pg_texts, queries, args)
-        finally:
-            server.stop()
+            server = start_postgres()
+            try:
+                pg_texts = texts[: args.pg_messages]
+                run_backend("postgresql", next_url("postgresql"), pg_texts, queries, args)
+            finally:
+                server.stop()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

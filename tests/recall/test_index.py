@@ -238,3 +238,29 @@ def test_another_embedder_dimension_is_refused(fresh_url: Callable[[], str]) -> 
         assert [h.message_id for h in other.search("one two", user_id="u")] == ["m1"]
     finally:
         db.close()
+
+
+def test_neighbours_attach_the_adjacent_turns_of_the_session(index: RecallIndex) -> None:
+    turns = ["what is your name", "I am Ada", "where do you live", "in Paris near the oak"]
+    index.add(
+        [msg(t, f"m{i}", at=float(i)) for i, t in enumerate(turns)],
+        user_id="u",
+        session_id="s1",
+        seqs=[10, 11, 12, 13],
+    )
+    index.add([msg("oak trees", "t0", at=9.0)], user_id="u", session_id="s2", seqs=[12])
+    index.add([msg("oak leaves", "x", at=9.0)], user_id="other", session_id="s1", seqs=[12])
+    index.add([msg("oak summary")], user_id="u", session_id="s1", kind="summary")
+    hits = {h.message_id: h for h in index.search("oak", user_id="u", k=5, neighbours=1)}
+    assert hits["m3"].created_at == 3.0
+    assert [(t.message_id, t.seq, t.text) for t in hits["m3"].context] == [
+        ("m2", 12, "where do you live")
+    ]
+    assert hits["t0"].context == ()  # alone in its session
+    summary = next(h for h in hits.values() if h.kind == "summary")
+    assert summary.context == ()  # no seq: no neighbours
+    wide = index.search("Paris", user_id="u", k=1, neighbours=2)[0]
+    assert [t.message_id for t in wide.context] == ["m1", "m2"]
+    assert index.search("Paris", user_id="u", k=1)[0].context == ()
+    with pytest.raises(ConfigError, match="neighbours"):
+        index.search("Paris", user_id="u", neighbours=-1)

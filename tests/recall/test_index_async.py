@@ -85,3 +85,17 @@ async def test_open_from_a_url_and_refuse_the_wrong_twin(fresh_url: Callable[[],
     sync_db.close()
     with pytest.raises(ConfigError, match="redis"):
         await AsyncRecallIndex.open("redis://127.0.0.1:1/0")
+
+
+async def test_async_neighbours_attach_the_adjacent_turns(fresh_url: Callable[[], str]) -> None:
+    msgs = [Message(f"m{i}", "user", content=t, created_at=float(i)) for i, t in enumerate(TEXTS)]
+    adb = await aopen_store(fresh_url())
+    try:
+        aidx = AsyncRecallIndex(adb, embedder=HashingEmbedder(dim=64))
+        await aidx.add(msgs, user_id="u", session_id="s", seqs=list(range(len(msgs))))
+        hit = (await aidx.search(TEXTS[2], user_id="u", k=1, neighbours=1))[0]
+        assert (hit.message_id, hit.created_at) == ("m2", 2.0)
+        assert [(t.message_id, t.seq) for t in hit.context] == [("m1", 1), ("m3", 3)]
+        await aidx.aclose()
+    finally:
+        await adb.aclose()

@@ -1,44 +1,90 @@
-"""The SQLite recall backend's own rules: pruning of very common query terms, the
-in-memory vector partitions following other writers."""
+"""The SQLite recall backend's own rules: the in-memory partitions follow other writers
+(reading only new rows), stay under their memory cap, fold diacritics, and the FTS5
+index of earlier versions is dropped."""
 
 from __future__ import annotations
 
-import pytest
+import sqlite3
+from pathlib import Path
 
 from convomem.model import Message
-from convomem.recall import HashingEmbedder, RecallIndex, _sqlite_recall
+from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.recall._backend import Scope
 from convomem.stores import open_store
 
 
-def test_very_common_terms_are_dropped_only_past_the_budget(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    with RecallIndex("sqlite://", embedder=HashingEmbedder(dim=16)) as idx:
-        texts = [f"the note {i}" for i in range(9)] + ["the peanut note"]
-        idx.add(
-            [Message(f"m{i}", "user", content=t) for i, t in enumerate(texts)],
-            user_id="u",
-            session_id="s",
-        )
-        assert len([h for h in idx.search("the", user_id="u", k=20) if h.lexical]) == 10
-        monkeypatch.setattr(_sqlite_recall, "LEXICAL_BUDGET", 3)
-        assert [h for h in idx.search("the", user_id="u", k=20) if h.lexical] == []
-        lexical = [h.message_id for h in idx.search("the peanut", user_id="u", k=20) if h.lexical]
-        assert lexical == ["m9"]
-
-
-def test_a_partition_follows_other_writers_and_deletes(tmp_path: object) -> None:
+def test_a_partition_follows_other_writers_and_deletes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/r.db"
     db = open_store(url)
     reader = RecallIndex(db)
     writer = RecallIndex(url)  # another connection, as another process would have
     writer.add([Message("m1", "user", content="blue train")], user_id="u", session_id="s")
     assert [h.message_id for h in reader.search("blue", user_id="u")] == ["m1"]
+    assert reader.backend.loaded_rows == 1
     writer.add([Message("m2", "user", content="blue boat")], user_id="u", session_id="s")
     assert {h.message_id for h in reader.search("blue", user_id="u")} == {"m1", "m2"}
+    assert reader.backend.loaded_rows == 2  # only the new row was read
+    reader.search("boat", user_id="u")
+    assert reader.backend.loaded_rows == 2  # nothing changed: nothing read
     writer.delete(user_id="u", message_ids=["m1"])
     hits = reader.search("blue train", user_id="u")
     assert [h.message_id for h in hits] == ["m2"]
+    assert reader.backend.loaded_rows == 3  # a removal reloads the user
     writer.close()
     reader.close()
     db.close()
+
+
+def test_partitions_stay_under_the_memory_cap() -> None:
+    with RecallIndex("sqlite://", embedder=HashingEmbedder(dim=32)) as idx:
+        idx.backend.max_bytes = 1
+        for user in ("u1", "u2", "u3"):
+            idx.add([Message("m", "user", content=f"note of {user}")], user_id=user, session_id="s")
+        for _ in range(2):
+            for user in ("u1", "u2", "u3"):
+                hits = idx.search(f"note of {user}", user_id=user)
+                assert [h.text for h in hits] == [f"note of {user}"]
+                assert list(idx.backend._parts) == [Scope("", user)]  # only the last
+        assert idx.backend.loaded_rows == 6
+
+
+def test_words_match_with_diacritics_folded() -> None:
+    with RecallIndex("sqlite://", embedder=HashingEmbedder(dim=32)) as idx:
+        idx.add(
+            [Message("m1", "user", content="at the Café Noël"), Message("m2", "user", content="x")],
+            user_id="u",
+            session_id="s",
+        )
+        for query in ("cafe", "CAFÉ", "noel"):
+            hits = [h for h in idx.search(query, user_id="u") if h.lexical is not None]
+            assert [h.message_id for h in hits] == ["m1"]
+
+
+def test_the_fts5_index_of_earlier_versions_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    open_store(f"sqlite:///{path}").close()
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE convomem_recall_items (rid INTEGER PRIMARY KEY, tenant TEXT NOT NULL,
+            user_id TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
+            seq INTEGER, kind TEXT NOT NULL, created_at REAL NOT NULL, text TEXT NOT NULL,
+            scope TEXT NOT NULL, vec BLOB NOT NULL,
+            UNIQUE (tenant, user_id, session_id, message_id));
+        CREATE VIRTUAL TABLE convomem_recall_fts USING fts5(scope, text,
+            content='convomem_recall_items', content_rowid='rid');
+        CREATE VIRTUAL TABLE convomem_recall_vocab USING fts5vocab('convomem_recall_fts', 'row');
+        CREATE TRIGGER convomem_recall_ai AFTER INSERT ON convomem_recall_items BEGIN
+            INSERT INTO convomem_recall_fts (rowid, scope, text)
+            VALUES (new.rid, new.scope, new.text);
+        END;
+        """
+    )
+    conn.close()
+    with RecallIndex(f"sqlite:///{path}", embedder=HashingEmbedder(dim=32)) as idx:
+        idx.add([Message("m1", "user", content="blue train")], user_id="u", session_id="s")
+        assert [h.message_id for h in idx.search("train", user_id="u")] == ["m1"]
+    conn = sqlite3.connect(path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()
+    assert not {n for n in names if "fts" in n or "vocab" in n or n == "convomem_recall_ai"}

@@ -2,6 +2,7 @@
 (BM25 + vector) recall index over a store database, and ``GuardedRecall``, which
 answers without recall (within a deadline, behind a circuit breaker) when it fails."""
 
+from ._core import Turn
 from .cache import (
     EmbeddingCache,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "RecallIndex",
     "RecallOutcome",
     "RecallStatus",
+    "Turn",
     "Vector",
     "find_near_duplicates",
 ]

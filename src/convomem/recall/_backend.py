@@ -100,6 +100,10 @@ class Backend(Protocol):
         """The stored items ``rids`` of the scope."""
         ...
 
+    def near(self, scope: Scope, around: Sequence[tuple[str, int]], width: int) -> list[Row]:
+        """The scope's items within ``width`` seqs of each ``(session_id, seq)``."""
+        ...
+
     def delete(
         self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None
     ) -> int:

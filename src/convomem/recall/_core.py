@@ -24,12 +24,26 @@ from .fusion import fuse, query_terms
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """An indexed item next to a hit in its session (``search(neighbours=...)``)."""
+
+    message_id: str
+    seq: int
+    kind: str
+    created_at: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result: the item, where it is from and why it ranked.
 
     ``score`` is the fused (reciprocal rank) score; ``lexical`` the item's BM25 score
     (None: no query word matched) and ``similarity`` its cosine to the query (None: not
-    among the vector candidates).
+    among the vector candidates). ``created_at`` is the message's time (epoch seconds:
+    what "when did I..." questions need). ``context``: with ``search(neighbours=w)``,
+    the session's indexed items within ``w`` seqs of this one, in seq order (empty when
+    the hit has no seq).
     """
 
     message_id: str
@@ -41,6 +55,7 @@ class Hit:
     created_at: float
     lexical: float | None
     similarity: float | None
+    context: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +192,7 @@ def search_gen(
     as_of: float | None,
     candidates: int,
     rrf_k: int,
+    neighbours: int = 0,
 ) -> Gen:
     """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``)."""
     if not isinstance(query, str):
@@ -196,9 +212,14 @@ def search_gen(
         fused = fuse(lexical, vector, rrf_k=rrf_k)
         top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:k]
         rows = yield from backend.rows(scope, top)
-        return [(rows[rid], fused[rid]) for rid in top if rid in rows]
+        found = [(rows[rid], fused[rid]) for rid in top if rid in rows]
+        near: list[Any] = []
+        around = sorted({(r.session_id, r.seq) for r, _ in found if r.seq is not None})
+        if neighbours and around:
+            near = yield from backend.near(scope, around, neighbours)
+        return found, near
 
-    found = yield Db(op, False)
+    found, near = yield Db(op, False)
     return [
         Hit(
             r.message_id,
@@ -210,9 +231,25 @@ def search_gen(
             r.created_at,
             lex,
             None if cos is None else _clip(cos),
+            context_of(r, near, neighbours),
         )
         for r, (score, lex, cos) in found
     ]
+
+
+def context_of(hit: Any, near: Sequence[Any], width: int) -> tuple[Turn, ...]:
+    """The rows of ``near`` within ``width`` seqs of ``hit`` in its session, in order."""
+    if hit.seq is None or not near:
+        return ()
+    rows = sorted(
+        (r.seq, r.rid, r)
+        for r in near
+        if r.session_id == hit.session_id
+        and r.seq is not None
+        and r.rid != hit.rid
+        and abs(r.seq - hit.seq) <= width
+    )
+    return tuple(Turn(r.message_id, r.seq, r.kind, r.created_at, r.text) for _, _, r in rows)
 
 
 def _clip(x: float) -> float:

@@ -71,6 +71,8 @@ class PgRecall:
                 UNIQUE (tenant, user_id, session_id, message_id)
             )""",
             f"CREATE INDEX IF NOT EXISTS convomem_recall_by_user ON {items} (tenant, user_id, rid)",
+            "CREATE INDEX IF NOT EXISTS convomem_recall_by_seq "
+            f"ON {items} (tenant, user_id, session_id, seq)",
             "CREATE INDEX IF NOT EXISTS convomem_recall_by_session "
             f"ON {items} (tenant, session_id)",
             f"CREATE INDEX IF NOT EXISTS convomem_recall_tsv ON {items} USING gin (tsv)",
@@ -220,6 +222,17 @@ class PgRecall:
             (*scope, list(rids)),
         )
         return {int(r[0]): Row(int(r[0]), *r[1:]) for r in found}
+
+    def near(self, scope: Scope, around: Sequence[tuple[str, int]], width: int) -> Op:
+        """The items of the scope within ``width`` seqs of each ``(session_id, seq)``."""
+        found = yield Q.all(
+            f"SELECT DISTINCT {', '.join('i.' + c for c in _COLUMNS.split(', '))} "
+            f"FROM {self.items} i JOIN unnest(%s::text[], %s::bigint[]) AS w(sid, s) "
+            "ON i.session_id = w.sid AND i.seq BETWEEN w.s - %s AND w.s + %s "
+            "WHERE i.tenant = %s AND i.user_id = %s",
+            ([a[0] for a in around], [a[1] for a in around], width, width, *scope),
+        )
+        return [Row(int(r[0]), *r[1:]) for r in found]
 
     def delete(self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None) -> Op:
         sql = f"DELETE FROM {self.items} WHERE tenant = %s AND user_id = %s"

@@ -269,9 +269,12 @@ class RecallIndex:
         tenant: str | None = None,
         kinds: Sequence[str] | str | None = None,
         as_of: float | None = None,
+        neighbours: int = 0,
     ) -> list[Hit]:
         """The ``k`` best items of ``user_id`` (in ``tenant``) for ``query``, best first;
-        only ``kinds`` when given, only items created at or before ``as_of`` when given."""
+        only ``kinds`` when given, only items created at or before ``as_of`` when given.
+        ``neighbours=w`` attaches to each hit the items of its session within ``w`` seqs
+        (``Hit.context``; one more statement per search)."""
         scope = scope_of(user_id, tenant)
         n = _check.positive_int("k", k)
         gen = search_gen(
@@ -284,6 +287,7 @@ class RecallIndex:
             check_as_of(as_of),
             self._opts.candidates,
             self._opts.rrf_k,
+            _check.integer("neighbours", neighbours, minimum=0, maximum=100),
         )
         hits: list[Hit] = _io.drive(gen, self._perform)
         return hits

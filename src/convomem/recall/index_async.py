@@ -184,6 +184,7 @@ class AsyncRecallIndex:
         tenant: str | None = None,
         kinds: Sequence[str] | str | None = None,
         as_of: float | None = None,
+        neighbours: int = 0,
     ) -> list[Hit]:
         """The ``k`` best items of ``user_id`` for ``query`` (see ``RecallIndex.search``)."""
         scope = scope_of(user_id, tenant)
@@ -198,6 +199,7 @@ class AsyncRecallIndex:
             check_as_of(as_of),
             self._opts.candidates,
             self._opts.rrf_k,
+            _check.integer("neighbours", neighbours, minimum=0, maximum=100),
         )
         hits: list[Hit] = await _io.adrive(gen, self._perform)
         return hits

@@ -1,0 +1,182 @@
+"""The in-memory partition search against a brute-force oracle written in plain Python:
+per-user BM25 and cosine candidates cut at ``candidates`` (ties: the newer item), the
+``kinds`` and ``as_of`` filters, diacritics folded, fused by reciprocal rank fusion,
+over several users and tenants whose items never cross."""
+
+from __future__ import annotations
+
+import math
+import os
+import unicodedata
+from typing import Any
+
+import numpy as np
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from convomem.model import Message
+from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.recall._partition import K1, B
+from convomem.recall.fusion import fuse
+
+EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "40"))
+WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "café", "Cafe", "train"]
+SCOPES = [("a", None), ("b", None), ("a", "t1")]
+KINDS = ["user", "assistant", "summary"]
+
+
+def fold(word: str) -> str:
+    nfkd = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in nfkd if not unicodedata.combining(c))
+
+
+def unit32(v: Any) -> Any:
+    a = np.asarray(v, dtype=np.float64)
+    norm = np.sqrt(a @ a)
+    return (a / norm if norm else a).astype(np.float32)
+
+
+def oracle(
+    items: list[tuple[str, str, float]],
+    query: str,
+    emb: HashingEmbedder,
+    n: int,
+    k: int,
+    kinds: list[str] | None,
+    as_of: float | None,
+) -> list[tuple[int, float, float | None, float | None]]:
+    """(item index, fused, bm25, cosine) of the k best of one user's ``(text, kind,
+    created_at)`` items, index order being insertion order."""
+    docs = [[fold(w) for w in text.split()] for text, _, _ in items]
+    ok = [(kinds is None or kd in kinds) and (as_of is None or at <= as_of) for _, kd, at in items]
+    avgdl = sum(len(d) for d in docs) / len(docs)
+    terms = list(dict.fromkeys(fold(w) for w in query.split()))
+    bm25: dict[int, float] = {}
+    for term in terms:
+        df = sum(term in d for d in docs)
+        if not df:
+            continue
+        idf = math.log(1.0 + (len(docs) - df + 0.5) / (df + 0.5))
+        for i, d in enumerate(docs):
+            f = d.count(term)
+            if f:
+                s = idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * len(d) / avgdl))
+                bm25[i] = bm25.get(i, 0.0) + s
+    lexical = sorted(((i, s) for i, s in bm25.items() if ok[i]), key=lambda p: (-p[1], -p[0]))
+    q = unit32(emb.embed(query)).astype(np.float64)
+    cos = {i: float(unit32(emb.embed(t[0])).astype(np.float64) @ q) for i, t in enumerate(items)}
+    vector = sorted(
+        ((i, c) for i, c in cos.items() if c > 1e-6 and ok[i]), key=lambda p: (-p[1], -p[0])
+    )
+    n = max(n, k)  # candidates of each list: never fewer than k
+    fused = fuse(lexical[:n], vector[:n])
+    top = sorted(fused, key=lambda i: (-fused[i][0], -i))[:k]
+    return [(i, *fused[i]) for i in top]
+
+
+item = st.tuples(
+    st.sampled_from(SCOPES),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+    st.sampled_from(KINDS),
+    st.integers(0, 9).map(float),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    data=st.lists(item, min_size=1, max_size=24),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    n=st.integers(1, 8),
+    k=st.integers(1, 8),
+    kinds=st.none() | st.lists(st.sampled_from(KINDS), min_size=1, max_size=2, unique=True),
+    as_of=st.none() | st.integers(0, 9).map(float),
+)
+def test_search_equals_the_brute_force_oracle(
+    data: list[Any], query: str, n: int, k: int, kinds: list[str] | None, as_of: float | None
+) -> None:
+    note(repr((data, query, n, k, kinds, as_of)))
+    emb = HashingEmbedder(dim=48)
+    owned: dict[tuple[str, str | None], list[tuple[str, str, float]]] = {s: [] for s in SCOPES}
+    with RecallIndex("sqlite://", embedder=emb, candidates=n) as idx:
+        for half in (data[: len(data) // 2], data[len(data) // 2 :]):  # searched in between
+            for scope, text, kind, at in half:
+                mine = owned[scope]
+                if any(t == text for t, _, _ in mine):
+                    continue  # equal vectors would tie by float32 noise at the cut
+                mid = f"m{len(mine)}"
+                msg = Message(mid, "user", content=text, created_at=at)
+                idx.add([msg], user_id=scope[0], tenant=scope[1], session_id="s", kind=kind)
+                mine.append((text, kind, at))
+            for (user, tenant), mine in owned.items():
+                hits = idx.search(query, user_id=user, tenant=tenant, k=k, kinds=kinds, as_of=as_of)
+                if not mine:
+                    assert hits == []
+                    continue
+                want = oracle(mine, query, emb, n, k, kinds, as_of)
+                assert [h.message_id for h in hits] == [f"m{i}" for i, *_ in want]
+                for h, (i, score, lex, cos) in zip(hits, want, strict=True):
+                    assert h.text == mine[i][0] and h.score == score
+                    assert h.lexical == lex  # bit-identical arithmetic
+                    assert (h.similarity is None) == (cos is None)
+                    if cos is not None:
+                        assert h.similarity is not None
+                        assert math.isclose(h.similarity, cos, abs_tol=1e-6)
+
+
+@settings(max_examples=EXAMPLES * 5, deadline=None)
+@given(texts=st.lists(st.text(alphabet="abcXYZ019 _-.,!?\t\n\x00éüß", max_size=30), min_size=1))
+def test_the_fast_ascii_split_finds_the_regex_words(texts: list[str]) -> None:
+    from convomem.recall._partition import _END, _WORD_OR_END, fold, split_words
+
+    for batch in (texts, [t.encode("ascii", "ignore").decode() for t in texts]):
+        assert split_words(batch) == _WORD_OR_END.findall(_END.join(map(fold, batch)) + _END)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(50, 400),
+    n=st.integers(1, 20),
+    filtered=st.booleans(),
+)
+def test_max_score_pruning_finds_what_scoring_every_match_finds(
+    seed: int, size: int, n: int, filtered: bool
+) -> None:
+    """Zipf-worded texts, queries mixing rare and common words: the pruned lexical search
+    returns exactly what scoring every matching row returns."""
+    from convomem.recall import _partition
+
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(60)]
+    weights = 1.0 / np.arange(1, 61)
+    weights /= weights.sum()
+    part = _partition.Partition(np, 4)
+    rows = []
+    for rid in range(1, size + 1):
+        text = " ".join(rng.choice(vocab, size=int(rng.integers(1, 12)), p=weights))
+        rows.append((rid, "user" if rid % 3 else "tool", float(rid % 7), text, bytes(16)))
+    part.extend(rows, size, 0)
+    kinds, as_of = (["user"], 4.0) if filtered else (None, None)
+    for _ in range(10):
+        words = [vocab[int(i)] for i in rng.choice(60, size=int(rng.integers(2, 6)))]
+        got = _partition.lexical(np, part, words, n, kinds, as_of)
+        original = _partition._max_score
+        try:
+            _partition._max_score = lambda *a: None  # type: ignore[assignment]
+            assert _partition.lexical(np, part, words, n, kinds, as_of) == got
+        finally:
+            _partition._max_score = original
+
+
+def test_max_score_prunes_the_common_words_rows() -> None:
+    from convomem.recall import _partition
+
+    part = _partition.Partition(np, 4)
+    texts = [f"the note {i}" for i in range(1000)] + ["the rare peanut note"] * 3
+    part.extend([(i + 1, "user", 0.0, t, bytes(16)) for i, t in enumerate(texts)], 1003, 0)
+    v, lists = part.view(["peanut", "the", "note"])
+    idfs = [_partition.idf_of(v.n, len(p)) for p, _ in lists]
+    found = _partition._max_score(np, v, lists, idfs, 2, None)
+    assert found is not None and found[0].tolist() == [1000, 1001, 1002]  # 3 rows scored
+    hits = _partition.lexical(np, part, ["peanut", "the", "note"], 2, None, None)
+    assert [rid for rid, _ in hits] == [1003, 1002]  # ties: the newer first
