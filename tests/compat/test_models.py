@@ -110,6 +110,7 @@ def test_an_explicit_spec_that_cannot_load_says_so() -> None:
 def test_every_public_name_is_exported() -> None:
     expected = {
         "AdaptiveSlidingWindow",
+        "ContextDriftDetector",
         "ConversationMemoryManager",
         "ConversationTurn",
         "HierarchicalMemory",
@@ -117,6 +118,7 @@ def test_every_public_name_is_exported() -> None:
         "MemoryTier",
         "ProgressiveSummarizer",
         "SlidingWindowMemory",
+        "SummaryValidator",
         "TimeBasedWindow",
         "TokenBudgetManager",
         "TokenWindowMemory",

@@ -155,9 +155,12 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     assert stats.context_tokens == cost
     if stats.fits:
         assert cost <= mem.max_tokens
-    else:  # only what may not be evicted is sent, and it is over the budget
-        assert {m.id for m in ctx} <= protected_ids(mem)
+    else:  # a request over the budget sends only what may not be evicted
         assert cost > mem.max_tokens
+        requests = [(ctx, request_tokens(ctx)), (view.anthropic or ctx, anthropic)]
+        for sent, tokens in requests:
+            if tokens > mem.max_tokens:
+                assert {m.id for m in sent} <= protected_ids(mem)
     # Tool pairs are valid; the history is in log order; the summary follows the prompt.
     assert validate_pairs(ctx) == []
     order = log_order(mem)

@@ -8,6 +8,8 @@
   ``TimeBasedWindow``, ``HybridWindow``, ``ConversationTurn`` and
   ``AdaptiveSlidingWindow``, ``ProgressiveSummarizer``, ``MemoryTier`` and
   ``HierarchicalMemory``.
+- The article's safety nets (``seed_safety``): ``ContextDriftDetector`` and
+  ``SummaryValidator``.
 
 Model names (``model="gpt-4o"``) map to tokenizers offline: see ``compat._models``.
 """
@@ -25,10 +27,12 @@ from .memory_patterns import (
 )
 from .seed_budget import TokenBudgetManager
 from .seed_memory_manager import ConversationMemoryManager
+from .seed_safety import ContextDriftDetector, SummaryValidator
 from .seed_sliding_window import SlidingWindowMemory
 
 __all__ = [
     "AdaptiveSlidingWindow",
+    "ContextDriftDetector",
     "ConversationMemoryManager",
     "ConversationTurn",
     "HierarchicalMemory",
@@ -36,6 +40,7 @@ __all__ = [
     "MemoryTier",
     "ProgressiveSummarizer",
     "SlidingWindowMemory",
+    "SummaryValidator",
     "TimeBasedWindow",
     "TokenBudgetManager",
     "TokenWindowMemory",

@@ -1,5 +1,6 @@
 """Recall: embedders, the embedding cache, near-duplicate search and the hybrid
-(BM25 + vector) recall index over a store database."""
+(BM25 + vector) recall index over a store database, and ``GuardedRecall``, which
+answers without recall (within a deadline, behind a circuit breaker) when it fails."""
 
 from .cache import (
     EmbeddingCache,
@@ -14,6 +15,7 @@ from .embedders import (
     HashingEmbedder,
     Vector,
 )
+from .guarded import AsyncGuardedRecall, GuardedRecall, RecallOutcome, RecallStatus
 from .index import Hit, RecallIndex
 from .index_async import AsyncRecallIndex
 from .minilm import MiniLMEmbedder
@@ -26,6 +28,7 @@ from .openai_embeddings import OpenAIEmbedder
 __all__ = [
     "COSINE_TOLERANCE",
     "AsyncEmbedder",
+    "AsyncGuardedRecall",
     "AsyncRecallIndex",
     "Backend",
     "DriftAction",
@@ -34,12 +37,15 @@ __all__ = [
     "Embedder",
     "EmbedderLike",
     "EmbeddingCache",
+    "GuardedRecall",
     "HashingEmbedder",
     "Hit",
     "MiniLMEmbedder",
     "NearDuplicateFinder",
     "OpenAIEmbedder",
     "RecallIndex",
+    "RecallOutcome",
+    "RecallStatus",
     "Vector",
     "find_near_duplicates",
 ]

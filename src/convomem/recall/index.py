@@ -17,7 +17,11 @@ is the async twin over ``aopen_store``'s databases; both drive the same sans-I/O
   ``flush()`` (``await aflush()``) waits for them and raises the first failure.
 - **Erasure**: deleting a session in the store (``delete_session``, ``erase_user``, TTL
   expiry) deletes its items in the same transaction (a trigger); ``erase_user`` here
-  removes every item of the user, whichever session it came from.
+  removes every item of the user, whichever session it came from, and the user's facts.
+- **Long-term facts**: ``facts(user_id)`` reads the user's ``FactHistory`` (kept across
+  sessions in one row per user, ``_facts_table``); ``save_facts(user_id, history,
+  expected_version=history.version)`` stores it, compare-and-set. The store deleting a
+  user's last session (its ``erase_user`` among others) deletes the facts too.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from .. import _check, _io
 from ..errors import ConfigError, MissingDependency
 from ..model import Message
 from ..stores.database import StoreDatabase
+from ..summaries.supersession import FactHistory
 from ._core import (
     Db,
     Embed,
@@ -44,6 +49,7 @@ from ._core import (
     scope_of,
     search_gen,
 )
+from ._facts_table import FactsTable, UserFacts, dump, history_of
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, HashingEmbedder, _numpy
 from .fusion import RRF_K
@@ -80,6 +86,12 @@ def _check_url(url: str) -> None:
             f"url={url!r}: a RecallIndex needs a store with search; supported: {_SUPPORTED} "
             "(Redis has no vector search here)"
         )
+
+
+def _facts_table(kind: str, db: Any) -> FactsTable:
+    if kind == "sqlite":
+        return FactsTable("sqlite")
+    return FactsTable("postgresql", db._settings.schema)
 
 
 def _backend(kind: str, np: Any, db: Any) -> Any:
@@ -164,7 +176,9 @@ class RecallIndex:
             raise ConfigError(f"db={db_or_url!r}: an async database; use AsyncRecallIndex")
         self.backend = _backend(kind, self._opts.np, db_or_url)
         self._run_db = _sync_runner(kind, db_or_url)
+        self.facts_table = _facts_table(kind, db_or_url)
         self._run_db(Db(self.backend.migrate, True))
+        self._run_db(Db(self.facts_table.migrate, True))
         self._queue: queue.Queue[Planned | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._errors: list[BaseException] = []
@@ -289,9 +303,37 @@ class RecallIndex:
         return n
 
     def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every item of ``user_id`` in ``tenant``; how many."""
+        """Delete every item of ``user_id`` in ``tenant``, and the user's facts; how many
+        items."""
         scope = scope_of(user_id, tenant)
-        n: int = self._run_db(Db(lambda: self.backend.delete(scope, None, None), True))
+        n: int = self._run_db(Db(lambda: erase_op(self.backend, self.facts_table, scope), True))
+        return n
+
+    def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
+        """The long-term facts of ``user_id`` (in ``tenant``), shared by all the user's
+        sessions: a ``FactHistory`` (``current()``, ``history(attr)`` for "what was my
+        old address?") whose ``version`` goes back to ``save_facts``. ``options`` are
+        ``FactHistory``'s (``extractor=``, ``tokenizer=``)."""
+        scope = scope_of(user_id, tenant)
+        loaded = self._run_db(Db(lambda: self.facts_table.load(scope), False))
+        return history_of(loaded, scope, tenant, **options)
+
+    def save_facts(
+        self,
+        user_id: str,
+        history: FactHistory,
+        *,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+    ) -> int:
+        """Store ``history`` as the facts of ``user_id``; the new version. With
+        ``expected_version`` (``history.version`` of ``facts()``; 0: nothing stored yet)
+        only over that version, else ``ConcurrentUpdate`` and nothing is written."""
+        scope, state, expected = check_save(user_id, history, tenant, expected_version)
+        now = self._opts.clock()
+        n: int = self._run_db(Db(lambda: self.facts_table.save(scope, state, expected, now), True))
+        if isinstance(history, UserFacts):
+            history.version = n
         return n
 
     def close(self) -> None:
@@ -313,6 +355,26 @@ class RecallIndex:
 
     def __repr__(self) -> str:
         return f"<RecallIndex on {self.db.url} embedder={self._opts.embedder!r}>"
+
+
+def erase_op(backend: Any, table: FactsTable, scope: Any) -> Any:
+    """Delete every item of the scope and its facts, in one transaction."""
+    n = yield from backend.delete(scope, None, None)
+    yield from table.delete(scope)
+    return n
+
+
+def check_save(
+    user_id: object, history: object, tenant: object, expected_version: object
+) -> tuple[Any, str, int | None]:
+    """Check a ``save_facts`` call (raises before anything is written)."""
+    scope = scope_of(user_id, tenant)
+    if not isinstance(history, FactHistory):
+        raise ConfigError(f"history={history!r}: must be a FactHistory")
+    expected = None
+    if expected_version is not None:
+        expected = _check.integer("expected_version", expected_version, minimum=0)
+    return scope, dump(history), expected
 
 
 def _check_delete(

@@ -14,6 +14,7 @@ from .. import _check, _io
 from ..errors import ConfigError
 from ..model import Message
 from ..stores.database import AsyncStoreDatabase
+from ..summaries.supersession import FactHistory
 from ._core import (
     Db,
     Embed,
@@ -26,9 +27,19 @@ from ._core import (
     scope_of,
     search_gen,
 )
+from ._facts_table import UserFacts, history_of
 from .embedders import EmbedderLike
 from .fusion import RRF_K
-from .index import _backend, _check_delete, _check_url, _kind_of, _Options
+from .index import (
+    _backend,
+    _check_delete,
+    _check_url,
+    _facts_table,
+    _kind_of,
+    _Options,
+    check_save,
+    erase_op,
+)
 
 __all__ = ["AsyncRecallIndex"]
 
@@ -78,6 +89,7 @@ class AsyncRecallIndex:
         self._owned = False
         self.backend = _backend(kind, self._opts.np, db)
         self._run_db = _async_runner(kind, db)
+        self.facts_table = _facts_table(kind, db)
         self._ready = False
         self._lock = _io.LoopLock()
         self._pending: set[asyncio.Task[Any]] = set()
@@ -110,6 +122,7 @@ class AsyncRecallIndex:
             async with self._lock.get():
                 if not self._ready:
                     await self._run_db(Db(self.backend.migrate, True))
+                    await self._run_db(Db(self.facts_table.migrate, True))
                     self._ready = True
         return await self._run_db(req)
 
@@ -203,9 +216,36 @@ class AsyncRecallIndex:
         return n
 
     async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every item of ``user_id`` in ``tenant``; how many."""
+        """Delete every item of ``user_id`` in ``tenant``, and the user's facts; how many
+        items."""
         scope = scope_of(user_id, tenant)
-        n: int = await self._perform(Db(lambda: self.backend.delete(scope, None, None), True))
+        n: int = await self._perform(
+            Db(lambda: erase_op(self.backend, self.facts_table, scope), True)
+        )
+        return n
+
+    async def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
+        """The long-term facts of ``user_id`` (see ``RecallIndex.facts``)."""
+        scope = scope_of(user_id, tenant)
+        loaded = await self._perform(Db(lambda: self.facts_table.load(scope), False))
+        return history_of(loaded, scope, tenant, **options)
+
+    async def save_facts(
+        self,
+        user_id: str,
+        history: FactHistory,
+        *,
+        tenant: str | None = None,
+        expected_version: int | None = None,
+    ) -> int:
+        """Store the facts of ``user_id``; the new version (see ``RecallIndex.save_facts``)."""
+        scope, state, expected = check_save(user_id, history, tenant, expected_version)
+        now = self._opts.clock()
+        n: int = await self._perform(
+            Db(lambda: self.facts_table.save(scope, state, expected, now), True)
+        )
+        if isinstance(history, UserFacts):
+            history.version = n
         return n
 
     async def aclose(self) -> None:

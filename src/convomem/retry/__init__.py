@@ -27,8 +27,13 @@ share every rule and differ only in how they sleep::
 ``policy.call(fn)`` and ``await policy.acall(fn)`` are that loop, ready-made. A plain
 callable works wherever a part is expected: ``stop=lambda state: ...``,
 ``wait=lambda state: ...``, ``retry=lambda error: ...``.
+
+``CircuitBreaker`` is the other half: it stops calling a backend that keeps failing and
+lets a trial call through after a while (``breaker.allow()`` before a call,
+``record_success()`` / ``record_failure()`` after it).
 """
 
+from .breaker import BreakerState, CircuitBreaker
 from .policy import RetryAttempts, RetryLike, RetryPolicy, StopLike, WaitLike
 from .predicates import (
     RetryPredicate,
@@ -43,6 +48,8 @@ from .stop import Stop, stop_after_attempt, stop_after_delay, stop_never
 from .wait import Wait, wait_exponential, wait_fixed, wait_full_jitter, wait_none, wait_random
 
 __all__ = [
+    "BreakerState",
+    "CircuitBreaker",
     "RetryAttempts",
     "RetryDecision",
     "RetryLike",

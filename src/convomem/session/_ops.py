@@ -29,6 +29,7 @@ from ..summaries import (
 )
 from ..summaries.facts import render_facts
 from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
+from ._tiers import TierOp
 from .view import STAND_IN, CompressOp, FoldOp, opens_turn
 
 T = TypeVar("T")
@@ -63,7 +64,7 @@ class PauseOp:
     seconds: float
 
 
-Gen: TypeAlias = Generator[StoreOp | FoldOp | CompressOp | PauseOp, Any, T]
+Gen: TypeAlias = Generator[StoreOp | FoldOp | CompressOp | PauseOp | TierOp, Any, T]
 
 
 def check_store(store: object) -> bool:

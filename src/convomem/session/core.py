@@ -23,13 +23,15 @@ from ..stores import AsyncStore, Store, check_limit
 from ..summaries import RunningSummary, SummarizerLike
 from ..tokens import Tokenizer
 from ._ops import Gen, PauseOp, StoreOp, compressed_message, render_context
+from ._tiered import TieredCore, insert_tiers
+from ._tiers import TierOp, Tiers
 from .durable import Durable
 from .view import CompressOp, FoldOp, SessionView, View
 
 T = TypeVar("T")
 
 
-class SessionCore(Durable):
+class SessionCore(Durable, TieredCore):
     """State and logic of a session (see the module docstring); ``ConversationMemory``
     adds its options and public methods; ``Durable`` the state kept in a
     ``SessionStore``."""
@@ -51,6 +53,8 @@ class SessionCore(Durable):
     _prefix_breaks: int
     _reids: int
     last_error: BaseException | None
+    _tiers: Tiers | None
+    _emergencies: int
 
     def _reset(self) -> None:
         self._view_engine.reset()
@@ -61,12 +65,21 @@ class SessionCore(Durable):
         self._rendered: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
         self._prev: list[Message] | None = None
         self._prefix_kept: bool | None = None
+        self._to_index: list[tuple[list[Message], str | None, list[int] | None]] = []
+        tiers = getattr(self, "_tiers", None)
+        if tiers is not None:
+            tiers.last_user = None
 
     def _summary_reserve(self) -> int:
+        """What the compaction keeps free beside the history: the summary's reserve and
+        the tiers' (facts, recall)."""
         if self._summary_on:
-            return self._rs.reserve
+            return self._rs.reserve + self._tiers_reserve()
         msg = self._rs.message()
-        return 0 if msg is None else self._tok.count_message(msg)
+        return (0 if msg is None else self._tok.count_message(msg)) + self._tiers_reserve()
+
+    def _compactions_now(self) -> int:
+        return self._compactions
 
     def _view(self) -> View:
         summary = self._rs.message()
@@ -107,6 +120,8 @@ class SessionCore(Durable):
         """Put an accepted (logged) message into the view."""
         self._ids.add(m.id)
         self._view_engine.add(m, t)
+        if self._tiers is not None:
+            self._tiers.note(m)
 
     def _load_gen(self) -> Gen[None]:
         """Replay the store's messages into the view, once."""
@@ -128,10 +143,14 @@ class SessionCore(Durable):
             counted.append((m, log.count(m)))
         self._reset()
         self._loaded = True
+        if self._tiers is not None:
+            self._tiers.load_state(None)  # the drift detector follows the replay
         for m, t in counted:
+            yield from self._tier_drift_gen(m)
             self._apply(m, t)
             if self._view_engine.over(self._summary_reserve()):
                 yield from self._compact_gen()
+        yield from self._tier_loaded_gen([m for m, _ in counted])
 
     def _add_gen(self, message: object) -> Gen[Message]:
         if self._durable:
@@ -141,9 +160,13 @@ class SessionCore(Durable):
         yield StoreOp("add_items", ([m],))
         if m.id != getattr(message, "id", None):
             self._reids += 1
+        yield from self._tier_drift_gen(m)
         self._apply(m, t)
+        yield from self._tier_extract_gen(m)
+        before = self._compactions
         if self._view_engine.over(self._summary_reserve()):
             yield from self._compact_gen()
+        yield from self._tier_after_gen(self._compactions != before)
         return m
 
     def _set_summary_gen(self, text: str) -> Gen[Any]:
@@ -152,11 +175,15 @@ class SessionCore(Durable):
         yield from self._dsave_gen()
         return summary
 
-    def _compact_gen(self) -> Gen[None]:
+    def _compact_gen(self, target: float | None = None) -> Gen[None]:
         """Evict down to the target: plan (summarizer calls), then commit; all or nothing."""
         engine = self._view_engine
+        before = self._rs.segments
+        breaks = frozenset() if self._tiers is None else self._tiers.breaks
         try:
-            plan = yield from engine.plan(self._summary_reserve(), summarize=self._summary_on)
+            plan = yield from engine.plan(
+                self._summary_reserve(), summarize=self._summary_on, target=target, breaks=breaks
+            )
         except SummarizerError as exc:
             self._failures += 1
             self._pending_retry = True
@@ -170,9 +197,10 @@ class SessionCore(Durable):
         )
         engine.commit(plan)
         self._compactions += 1
+        self._tier_collect(plan, before)
         self._after_compaction()
 
-    def _context_gen(self, format: str) -> Gen[Any]:
+    def _context_gen(self, format: str, query: str | None = None) -> Gen[Any]:
         if format not in ("openai", "anthropic", "messages"):
             raise ConfigError(
                 f"format={format!r}: must be one of ['openai', 'anthropic', 'messages']"
@@ -188,9 +216,15 @@ class SessionCore(Durable):
             if not kept:
                 self._prefix_breaks += 1
         self._prev = v.messages
-        if format == "anthropic" and v.anthropic is not None:
-            return render_context(v.anthropic, format, self._rendered, stand_in=v.stand_in)
-        return render_context(v.messages, format, self._rendered, stand_in=v.stand_in)
+        tm: Message | None = None
+        if self._tiers is not None and (self._tiers.facts_on or self._tiers.index is not None):
+            v, tm = yield from self._tier_context_gen(v, query)
+        elif query is not None:
+            raise ConfigError(f"query={query!r}: needs recall= (or extractor=) on the memory")
+        msgs = v.anthropic if format == "anthropic" and v.anthropic is not None else v.messages
+        if tm is not None:
+            msgs = insert_tiers(msgs, self._rs.message(), tm)
+        return render_context(msgs, format, self._rendered, stand_in=v.stand_in)
 
     def _pop_gen(self) -> Gen[Message | None]:
         """Remove the newest message from the log; the view is rebuilt from the log on
@@ -243,6 +277,8 @@ class SessionCore(Durable):
         self._rs.clear()
         self._reset()
         self._view_engine.compressions.clear()
+        if self._tiers is not None:
+            self._tiers.load_state(None)  # a new conversation: a new opening topic
         if self._durable:  # the stored state described the cleared log
             yield from self._dclear_state_gen()
             return
@@ -273,7 +309,10 @@ class SessionCore(Durable):
 
     # -- drivers -----------------------------------------------------------------------
 
-    def _perform(self, step: StoreOp | FoldOp | CompressOp | PauseOp) -> Any:
+    def _perform(self, step: StoreOp | FoldOp | CompressOp | PauseOp | TierOp) -> Any:
+        if isinstance(step, TierOp):
+            assert self._tiers is not None
+            return self._tiers.perform(step)
         if isinstance(step, PauseOp):
             time.sleep(step.seconds)
             return None
@@ -289,7 +328,10 @@ class SessionCore(Durable):
         s = self._rs.compress([step.message], summarizer=self._compressor)
         return compressed_message(step.message, s, self._tok)
 
-    async def _aperform(self, step: StoreOp | FoldOp | CompressOp | PauseOp) -> Any:
+    async def _aperform(self, step: StoreOp | FoldOp | CompressOp | PauseOp | TierOp) -> Any:
+        if isinstance(step, TierOp):
+            assert self._tiers is not None
+            return await self._tiers.aperform(step)
         if isinstance(step, PauseOp):
             await asyncio.sleep(step.seconds)
             return None

@@ -46,6 +46,7 @@ from ..stores.database import AsyncSessionStore, LogEntry, SessionStore
 from ..summaries import RunningSummary
 from ..tokens import Tokenizer
 from ._ops import Gen, PauseOp, StoreOp
+from ._tiers import Tiers
 from .persist import FORMAT, VERSION, Stale, dump_view, load_view, view_cut
 from .view import SessionView
 
@@ -82,6 +83,7 @@ class Durable:
     _compactions: int
     _reids: int
     _tlock: threading.RLock
+    _tiers: Tiers | None
 
     def _durable_init(self, config: dict[str, Any]) -> None:
         self._durable = is_session_store(self._store)
@@ -103,6 +105,10 @@ class Durable:
     _prepare: Callable[[object], tuple[Message, int]]
     _reset: Callable[[], None]
     _summary_reserve: Callable[[], int]
+    _tier_drift_gen: Callable[[Message], Gen[None]]
+    _tier_extract_gen: Callable[[Message], Gen[None]]
+    _tier_after_gen: Callable[[bool], Gen[None]]
+    _tier_loaded_gen: Callable[[list[Message]], Gen[None]]
 
     def _after_compaction(self) -> None:
         """Keep the seqs the next state needs; forget those of messages that left."""
@@ -148,6 +154,7 @@ class Durable:
                 for s in self._rs.segments
             ],
             "view": _text(view),
+            "tiers": None if self._tiers is None else self._tiers.state(),
         }
 
     def _usable(self, state: object) -> Mapping[str, Any] | None:
@@ -173,6 +180,7 @@ class Durable:
         """Apply logged messages in seq order, compacting as an add would."""
         for e in entries:
             m = e.message
+            yield from self._tier_drift_gen(m)
             self._apply(m, self._entry_count(e))
             self._logged[m.id] = (e.seq, m)
             self._upto = e.seq
@@ -273,7 +281,11 @@ class Durable:
                 dirty = raw is not None or bool(tail)
             else:
                 dirty = False
+            if self._tiers is not None:
+                restored = state is not None and not dirty
+                self._tiers.load_state(state.get("tiers") if restored and state else None)
             yield from self._replay(tail)
+            yield from self._tier_loaded_gen([e.message for e in tail])
             self._last = max(last, self._upto)
             self._sversion = version
             self._saved = raw
@@ -322,6 +334,7 @@ class Durable:
             m, t = self._prepare(given)
             seq = self._last + 1
             before = self._compactions
+            yield from self._tier_drift_gen(m)  # tentative, as the view: a reload restores
             self._apply(m, t)
             self._logged[m.id] = (seq, m)
             self._upto = seq
@@ -352,6 +365,8 @@ class Durable:
                     self._saved = state
                 if m.id != message.id:
                     self._reids += 1
+                yield from self._tier_extract_gen(m)
+                yield from self._tier_after_gen(state is not None)
                 return m
             # The id was in the log already, with this content: nothing was appended.
             self._loaded = False

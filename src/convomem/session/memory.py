@@ -40,16 +40,19 @@ from .. import _check
 from .._io import LoopLock
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
+from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
 from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
+from ..summaries.extractor import Extractor
 from ..tokens import Tokenizer, get_tokenizer
-from ..views.budget import REPLY_PRIMING_TOKENS
+from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
 from ._ops import (
     Format,
     check_store,
     half_extractive,
     running_summary,
 )
+from ._tiered import make_tiers, tier_stats
 from .core import SessionCore
 from .stats import MemoryStats
 from .view import SessionView
@@ -130,6 +133,11 @@ class ConversationMemory(SessionCore):
         facts: bool = True,
         scorer: Callable[[Message], int] | None = None,
         background: bool = False,
+        recall: Any = None,
+        recall_k: int = 5,
+        extractor: Extractor | None = None,
+        drift: DriftDetector | None = None,
+        shares: ContextBudget | None = None,
     ) -> None:
         if budget is not None and max_tokens is not None:
             raise ConfigError("budget= and max_tokens= name the same thing: give one")
@@ -192,6 +200,18 @@ class ConversationMemory(SessionCore):
         self._reids = 0
         self.last_error: BaseException | None = None
         """The last error of a compaction (the summarizer's), kept for inspection."""
+        self._tiers = make_tiers(
+            self._store,
+            recall=recall,
+            recall_k=recall_k,
+            extractor=extractor,
+            drift=drift,
+            shares=shares,
+            tokenizer=tok,
+            limit=limit,
+            summary_reserve=rs.reserve if summary else 0,
+        )
+        self._emergencies = 0
         self._durable_init(
             {
                 "budget": budget,
@@ -261,6 +281,7 @@ class ConversationMemory(SessionCore):
                 fits=v.fits,
                 waiting=v.waiting,
                 reids=self._reids,
+                **tier_stats(self._tiers, self._emergencies),
             )
 
     def __repr__(self) -> str:
@@ -302,13 +323,19 @@ class ConversationMemory(SessionCore):
         return self._run(self._set_summary_gen(text))
 
     @overload
-    def context(self, format: Literal["openai"] = "openai") -> list[dict[str, Any]]: ...
-    @overload
-    def context(self, format: Literal["anthropic"]) -> dict[str, Any]: ...
-    @overload
-    def context(self, format: Literal["messages"]) -> list[Message]: ...
     def context(
-        self, format: Format = "openai"
+        self, format: Literal["openai"] = "openai", *, query: str | None = None
+    ) -> list[dict[str, Any]]: ...
+    @overload
+    def context(
+        self, format: Literal["anthropic"], *, query: str | None = None
+    ) -> dict[str, Any]: ...
+    @overload
+    def context(
+        self, format: Literal["messages"], *, query: str | None = None
+    ) -> list[Message]: ...
+    def context(
+        self, format: Format = "openai", *, query: str | None = None
     ) -> list[dict[str, Any]] | dict[str, Any] | list[Message]:
         """What to send now, under the budget.
 
@@ -317,11 +344,28 @@ class ConversationMemory(SessionCore):
         the summary, in ``system``); ``"messages"``: convomem ``Message`` objects. Makes
         no summarizer call. A tool call still awaiting its result is left out until the
         result arrives (pinned messages that arrived meanwhile are sent).
+
+        With ``recall=`` (or ``extractor=``) the context is ``[system] [current facts and
+        recalled snippets, one system message] [summary] [recent]``: ``query`` (default:
+        the newest user message) is searched among what left the view, in this and the
+        user's other sessions; snippets already in the view are left out. The tiers
+        take their shares (``shares``); when even after the compaction they would not
+        fit, an emergency compaction folds the rest of the evictable history (a
+        summarizer call) and what still does not fit is cut, snippets first
+        (``stats().emergency_compactions``). A failed or slow recall answers without it
+        (``stats().recall["status"]``).
         """
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self._run(
-            self._context_gen(format)
+            self._context_gen(format, query)
         )
         return result
+
+    def flush(self) -> None:
+        """Wait until what left the view is indexed (``recall=``), and save the user's
+        facts. A failed background ingest raises here."""
+        with self._tlock:
+            if self._tiers is not None:
+                self._run(self._tier_flush_gen())
 
     def messages(self, limit: int | None = None) -> list[Message]:
         """The log from the store, oldest first (with ``limit``, the newest ``limit``)."""
@@ -358,17 +402,23 @@ class ConversationMemory(SessionCore):
         return await self._arun(self._add_gen(message))
 
     @overload
-    async def acontext(self, format: Literal["openai"] = "openai") -> list[dict[str, Any]]: ...
-    @overload
-    async def acontext(self, format: Literal["anthropic"]) -> dict[str, Any]: ...
-    @overload
-    async def acontext(self, format: Literal["messages"]) -> list[Message]: ...
     async def acontext(
-        self, format: Format = "openai"
+        self, format: Literal["openai"] = "openai", *, query: str | None = None
+    ) -> list[dict[str, Any]]: ...
+    @overload
+    async def acontext(
+        self, format: Literal["anthropic"], *, query: str | None = None
+    ) -> dict[str, Any]: ...
+    @overload
+    async def acontext(
+        self, format: Literal["messages"], *, query: str | None = None
+    ) -> list[Message]: ...
+    async def acontext(
+        self, format: Format = "openai", *, query: str | None = None
     ) -> list[dict[str, Any]] | dict[str, Any] | list[Message]:
         """Async twin of ``context``."""
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = await self._arun(
-            self._context_gen(format)
+            self._context_gen(format, query)
         )
         return result
 
@@ -395,3 +445,5 @@ class ConversationMemory(SessionCore):
         await self._rs.wait()
         with contextlib.suppress(ConcurrentUpdate):  # another writer's state wins
             await self._arun(self._dsave_gen())
+        if self._tiers is not None:
+            await self._arun(self._tier_flush_gen())

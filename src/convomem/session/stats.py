@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +48,22 @@ class MemoryStats:
     reids: int = 0
     """Messages whose derived id (from a format converter) was already in the log and
     that got a fresh one (two equal texts converted one at a time)."""
+    recall: Mapping[str, Any] | None = None
+    """The last ``context()``'s recall: ``status`` ("ok", "failed", "timeout", "open"
+    (the circuit breaker is open), "off"), ``error``, ``query``, ``k``, ``hits`` (each
+    ``message_id``, ``session_id``, ``kind``, ``score``, ``shown``) and ``tokens``."""
+    facts: Mapping[str, Any] | None = None
+    """The user's long-term facts: ``count`` (current values), ``tokens`` (rendered in the
+    last context), ``reserve``, ``extracted`` (messages read), ``version``, ``unsaved``,
+    ``saves``, ``conflicts`` (saves that lost to another session and merged); None: off."""
+    drift: Mapping[str, Any] | None = None
+    """The drift detector: ``score``, ``action``, ``suggestion`` of the last user message,
+    ``checks``, ``drifts``, ``segments_started``, ``widened``; None: off."""
+    budget_split: Mapping[str, int] | None = None
+    """Tokens of the last context per tier: ``system``, ``facts``, ``recall``,
+    ``summary``, ``history``, the ``total`` (priming included) and the ``limit``."""
+    emergency_compactions: int = 0
+    """Contexts whose tiers did not fit after the normal compaction: the evictable history
+    was folded and what still did not fit was cut (snippets, then facts)."""
+    tier_error: str | None = None
+    """The last error of a tier (extraction, drift check, facts save, search)."""

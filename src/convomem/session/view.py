@@ -15,6 +15,7 @@ exactly as it was.
 from __future__ import annotations
 
 from collections.abc import Generator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -176,10 +177,19 @@ class SessionView:
                 break
         return newest, last_turn
 
-    def plan(self, summary_tokens: int, *, summarize: bool) -> PlanGen:
-        """Decide a compaction down to the target; yields its summarizer work."""
+    def plan(
+        self,
+        summary_tokens: int,
+        *,
+        summarize: bool,
+        target: float | None = None,
+        breaks: AbstractSet[str] = frozenset(),
+    ) -> PlanGen:
+        """Decide a compaction down to the target (``target`` overrides it: 0 folds all
+        that can go); yields its summarizer work. A message whose id is in ``breaks``
+        starts a fold of its own (a new summary segment: the topic changed there)."""
         share = self.share(summary_tokens)
-        goal = self.target * share
+        goal = (self.target if target is None else target) * share
         goal_turns = self.goal_turns
         free = self.free_tokens()
         turns = self.log.turns
@@ -224,7 +234,11 @@ class SessionView:
         folded = [m for v in plan.victims for m in unit_messages(v)]
         folded.extend(self.to_fold)
         if summarize and folded:
-            yield FoldOp(folded)
+            start = 0
+            for i in range(1, len(folded) + 1):
+                if i == len(folded) or folded[i].id in breaks:
+                    yield FoldOp(folded[start:i])
+                    start = i
         plan.folded = folded
         return plan
 

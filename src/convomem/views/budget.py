@@ -27,6 +27,10 @@ class ContextBudget:
     The response share is a hard reserve for the reply; history gets its share, less
     whatever the system prompt takes beyond its own. Summarization is due when history
     reaches ``summarize_at`` (80%) of its share.
+
+    ``facts`` and ``recall`` are the shares of a ``ConversationMemory``'s tiers (the
+    user's long-term facts, recalled snippets), as fractions of what the memory may send
+    (``ConversationMemory(shares=...)``); what they leave unused goes to the history.
     """
 
     def __init__(
@@ -39,6 +43,8 @@ class ContextBudget:
         summarize_at: float = 0.80,
         summary: float = 0.10,
         tokenizer: str | Tokenizer = "approx",
+        facts: float = 0.10,
+        recall: float = 0.15,
     ) -> None:
         if isinstance(max_context, bool) or not isinstance(max_context, int) or max_context <= 0:
             raise ConfigError(f"max_context={max_context!r}: must be a positive integer")
@@ -55,6 +61,12 @@ class ContextBudget:
         self.summarize_at = _share("summarize_at", summarize_at)
         self.summary_share = _share("summary", summary)
         self.tokenizer = get_tokenizer(tokenizer)
+        self.facts_share = _share("facts", facts)
+        self.recall_share = _share("recall", recall)
+        if self.facts_share + self.recall_share > 0.5:
+            raise ConfigError(
+                f"facts={facts!r} + recall={recall!r}: the tiers may take at most half"
+            )
 
     @property
     def system_tokens(self) -> int:

@@ -1,0 +1,264 @@
+"""``GuardedRecall``: recall that fails safely, so a conversation never waits on it.
+
+Recall is an extra: when its backend is down or slow, the context is still assembled,
+only without recalled snippets. ``GuardedRecall(index)`` wraps a ``RecallIndex`` (or
+anything with its ``search``) and its ``search`` never raises for the backend's
+failures; it answers a ``RecallOutcome`` instead:
+
+- ``"ok"``: the hits;
+- ``"failed"``: the backend raised an outage error (``OUTAGES``: ``TransientError``,
+  ``StoreError``, ``EmbeddingError``, ``OSError``); no hits, ``error`` says what;
+- ``"timeout"``: no answer within ``deadline`` seconds. The late search is abandoned (its
+  result discarded). Sync searches run on ``workers`` daemon threads, so abandoned
+  searches cannot pile up: when every worker is still stuck, the answer is "timeout" at
+  once, without calling the backend;
+- ``"open"``: the circuit breaker (``retry.CircuitBreaker``) is open after repeated
+  failures; the backend is not called at all until it lets a trial through.
+
+The caller's own bugs still raise: a bad ``query``, ``user_id``, ``tenant`` or ``k`` is
+checked before anything runs, and any other error from the backend (``ConfigError``, a
+``TypeError``...) propagates (the backend answered, so the breaker counts it as up).
+
+One WARNING is logged when an outage starts (the first search without recall) and one
+INFO when it ends (the first "ok" after it), never one per call. ``AsyncGuardedRecall``
+is the async twin over ``AsyncRecallIndex``; both share ``_Guard`` (every decision,
+count and log line) and differ only in how they wait. Other attributes (``add``,
+``submit``, ``flush``, ``delete``, ``erase_user``...) pass through to the index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, wait
+from typing import Any
+
+from ..errors import ConfigError
+from ..retry.breaker import CircuitBreaker
+from ._core import Hit
+from ._guard import (
+    OUTAGES,
+    AsyncSearchable,
+    RecallOutcome,
+    RecallStatus,
+    Searchable,
+    _Guard,
+    _Guarded,
+)
+
+__all__ = ["OUTAGES", "AsyncGuardedRecall", "GuardedRecall", "RecallOutcome", "RecallStatus"]
+
+
+def _job(fn: Callable[[], list[Hit]], release: Callable[[], None]) -> Callable[[], list[Hit]]:
+    def run() -> list[Hit]:
+        try:
+            return fn()
+        finally:
+            release()  # before the result is set, so the next search sees the place free
+
+    return run
+
+
+class _Workers:
+    """``n`` daemon threads (a stuck search must not keep the process from exiting)."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self._jobs: queue.SimpleQueue[tuple[Future[list[Hit]], Callable[[], list[Hit]]] | None]
+        self._jobs = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], list[Hit]]) -> Future[list[Hit]]:
+        with self._lock:
+            while len(self._threads) < self._n:
+                t = threading.Thread(target=self._work, name="convomem-recall-guard", daemon=True)
+                t.start()
+                self._threads.append(t)
+        fut: Future[list[Hit]] = Future()
+        self._jobs.put((fut, fn))
+        return fut
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fut, fn = job
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # handed to the waiting caller
+                fut.set_exception(exc)
+
+    def close(self) -> None:
+        """Stop the threads once their current search returns (without waiting)."""
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._jobs.put(None)
+
+
+class GuardedRecall(_Guarded):
+    """A ``RecallIndex`` whose ``search`` answers within ``deadline`` seconds and never
+    raises for an outage; see the module docstring.
+
+    ``breaker`` defaults to ``CircuitBreaker()`` (open after 5 failures in a row, a trial
+    after 30 s); ``logger`` to ``logging.getLogger("convomem.recall")``; ``workers`` is how
+    many searches may run at once (late ones included); ``deadline=None`` waits as long
+    as the backend takes (in the caller's thread).
+    """
+
+    def __init__(
+        self,
+        index: Searchable,
+        *,
+        deadline: float | None = 0.25,
+        breaker: CircuitBreaker | None = None,
+        logger: logging.Logger | None = None,
+        workers: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not callable(getattr(index, "search", None)):
+            raise ConfigError(f"index={index!r}: must have a search() method")
+        self.index = index
+        self._guard = _Guard(deadline, breaker, logger, workers, clock)
+        self._workers = _Workers(self._guard.workers)
+
+    def search(
+        self, query: str, *, user_id: str, tenant: str | None = None, k: int = 10, **kw: Any
+    ) -> RecallOutcome:
+        """``index.search(query, user_id=, tenant=, k=, **kw)`` within the deadline."""
+        g = self._guard
+        g.check(query, user_id, tenant, k)
+        start = g.clock()
+        refused = g.admit(start)
+        if refused is not None:
+            return refused
+        call = _job(
+            lambda: self.index.search(query, user_id=user_id, tenant=tenant, k=k, **kw), g.release
+        )
+        try:
+            hits = self._run(call)
+        except OUTAGES as exc:
+            return g.failed(exc, start)
+        except Exception:
+            g.answered_with_error()
+            raise
+        if hits is None:
+            return g.timed_out(start)
+        return g.succeeded(hits, start)
+
+    def _run(self, call: Callable[[], list[Hit]]) -> list[Hit] | None:
+        """The hits; None when they are late (the search goes on, abandoned)."""
+        if self._guard.deadline is None:
+            return call()
+        try:
+            fut = self._workers.submit(call)
+        except BaseException:  # no thread to run it: its place is free again
+            self._guard.release()
+            raise
+        done, _ = wait([fut], timeout=self._guard.deadline)
+        return fut.result() if done else None
+
+    def close(self) -> None:
+        """Stop the workers (a stuck search is left to finish on its own) and close the
+        index."""
+        self._workers.close()
+        close = getattr(self.index, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> GuardedRecall:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncGuardedRecall(_Guarded):
+    """The async twin of ``GuardedRecall`` over an ``AsyncRecallIndex``: the same
+    options, outcomes, breaker and log lines. A late search is cancelled and abandoned
+    (the answer does not wait for the cancellation to land); at most ``workers``
+    searches run at once, late ones included."""
+
+    def __init__(
+        self,
+        index: AsyncSearchable,
+        *,
+        deadline: float | None = 0.25,
+        breaker: CircuitBreaker | None = None,
+        logger: logging.Logger | None = None,
+        workers: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not callable(getattr(index, "search", None)):
+            raise ConfigError(f"index={index!r}: must have a search() method")
+        self.index = index
+        self._guard = _Guard(deadline, breaker, logger, workers, clock)
+
+    async def search(
+        self, query: str, *, user_id: str, tenant: str | None = None, k: int = 10, **kw: Any
+    ) -> RecallOutcome:
+        """``await index.search(query, user_id=, tenant=, k=, **kw)`` within the deadline."""
+        g = self._guard
+        g.check(query, user_id, tenant, k)
+        start = g.clock()
+        refused = g.admit(start)
+        if refused is not None:
+            return refused
+        try:
+            hits = await self._run(
+                lambda: self.index.search(query, user_id=user_id, tenant=tenant, k=k, **kw)
+            )
+        except OUTAGES as exc:
+            return g.failed(exc, start)
+        except Exception:
+            g.answered_with_error()
+            raise
+        if hits is None:
+            return g.timed_out(start)
+        return g.succeeded(hits, start)
+
+    async def _run(self, call: Callable[[], Awaitable[list[Hit]]]) -> list[Hit] | None:
+        """The hits; None when they are late (the search is cancelled and abandoned)."""
+        try:
+            task: asyncio.Future[list[Hit]] = asyncio.ensure_future(call())
+        except BaseException:  # search() raised before it was awaited
+            self._guard.release()
+            raise
+        # A done callback, not a finally in the search: it runs even for a task cancelled
+        # before it started, and (added first) before the waiter below wakes up.
+        task.add_done_callback(lambda _: self._guard.release())
+        if self._guard.deadline is None:
+            return await task
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self._guard.deadline)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if done:
+            return task.result()
+        task.cancel()
+        task.add_done_callback(_discard)
+        return None
+
+    async def aclose(self) -> None:
+        """Close the index (``aclose()``)."""
+        aclose = getattr(self.index, "aclose", None)
+        if callable(aclose):
+            await aclose()
+
+    async def __aenter__(self) -> AsyncGuardedRecall:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _discard(task: asyncio.Future[Any]) -> None:
+    """Read an abandoned search's outcome, so asyncio does not log it as unretrieved."""
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,94 @@
+"""The message that carries the facts and recalled snippets into a context.
+
+One system message, sent right after the system prompt: the user's current facts
+(``FactHistory.render``, best ranked first), then the recalled snippets, each labelled
+with where and when it was said. A system message goes to Anthropic's ``system`` field
+and sits between system messages in OpenAI's list, so no tool pair is split and no
+request starts with anything but what it started with.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final, NamedTuple
+
+from ..model import Message
+from ..summaries.supersession import FactHistory
+from ..tokens import Tokenizer
+
+TIERS_ID: Final = "convomem_tiers"
+RECALL_HEADER: Final = "Recalled from earlier messages (may be outdated):"
+
+
+class Snippet(NamedTuple):
+    message_id: str
+    session_id: str
+    kind: str
+    text: str
+    created_at: float
+
+
+def _label(s: Snippet, session_id: str) -> str:
+    when = datetime.datetime.fromtimestamp(s.created_at, datetime.UTC).strftime("%Y-%m-%d")
+    where = "this conversation" if s.session_id == session_id else "an earlier conversation"
+    who = "summary" if s.kind == "summary" else s.kind
+    return f"[{when}, {where}] {who}"
+
+
+def _line(s: Snippet, session_id: str, chars: int) -> str:
+    text = " ".join(s.text.split())
+    if len(text) > chars:
+        text = text[: max(1, chars - 1)].rstrip() + "…"
+    return f"- {_label(s, session_id)}: {text}"
+
+
+def _msg(text: str) -> Message:
+    return Message(TIERS_ID, "system", content=text)
+
+
+def render_tiers(
+    tok: Tokenizer,
+    history: FactHistory | None,
+    snippets: list[Snippet],
+    facts_room: int,
+    recall_room: int,
+    room: int,
+    session_id: str,
+) -> tuple[Message | None, int, int, list[Any]]:
+    """The tiers' message within ``room`` tokens (its per-message overhead included):
+    the facts within ``facts_room``, the snippets within ``recall_room``. Returns it
+    (None: nothing fits or nothing to say), the facts' tokens, the snippets' tokens and
+    the snippets shown."""
+    facts = ""
+    facts_tokens = 0
+    if history is not None and len(history) and facts_room > 0:
+        cap = facts_room
+        while cap > 0:
+            facts = history.render(cap)
+            facts_tokens = tok.count_message(_msg(facts)) if facts else 0
+            if facts_tokens <= facts_room:
+                break
+            cap -= max(1, facts_tokens - facts_room)
+        else:
+            facts, facts_tokens = "", 0
+    parts = [facts] if facts else []
+    shown: list[Snippet] = []
+    total = facts_tokens
+    limit = min(room, facts_tokens + recall_room)
+    if snippets and limit > total:
+        chars = max(80, 4 * recall_room // len(snippets))
+        lines = [RECALL_HEADER]
+        for s in snippets:
+            line = _line(s, session_id, chars)
+            text = "\n\n".join([*parts, "\n".join([*lines, line])])
+            n = tok.count_message(_msg(text))
+            if n <= limit:
+                lines.append(line)
+                shown.append(s)
+                total = n
+        if shown:
+            parts.append("\n".join(lines))
+    if not parts:
+        return None, 0, 0, []
+    m = _msg("\n\n".join(parts))
+    return m, facts_tokens, total - facts_tokens, shown
