@@ -265,3 +265,30 @@ class SessionOwnerMismatch(StoreError, PermissionError):
             f"session {bounded_repr(session_id)} (tenant {bounded_repr(tenant)}) is not owned "
             f"by user_id={bounded_repr(user_id)}"
         )
+
+
+# -- the memory service (convomem.server) ------------------------------------------------
+
+
+class ServiceProblem(ConvomemError):
+    """An error the memory service answers as a problem document (RFC 9457):
+    ``status``, a stable ``slug`` (the ``type`` URI's last part), ``detail``, and the
+    ``field`` and ``value`` to blame when there is one (``convomem.server.problems``)."""
+
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        detail: str,
+        *,
+        field: str | None = None,
+        value: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.slug = slug
+        self.detail = detail
+        self.field = field
+        self.value = value
+        self.headers = headers or {}

@@ -1,0 +1,247 @@
+"""The FastAPI dependencies every route uses: the caller's key, the open services, and a
+session's memory resumed from the store.
+
+- ``require_key``: ``Authorization: Bearer <key>`` → ``ApiKey(tenant, key_id)`` (a 401
+  problem otherwise), after the key's rate limit (a 429 problem with ``Retry-After``).
+- ``get_services``: the process's ``Services`` (store database, recall index, settings,
+  metrics, keys, rate limit), opened on first use and closed with the app.
+- ``open_memory``: a ``ConversationMemory`` over ``db.session(id, tenant=key.tenant)``.
+  It resumes from the derived state the store keeps beside the log: a request reads the
+  view's rows and the tail written since the last state, never the whole log, so a
+  request costs the same at 100 or 100,000 messages. No memory is cached between
+  requests: replicas stay stateless and always see each other's writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from ..session import ConversationMemory
+from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
+from .idempotency import Idempotency
+from .keys import KeyStore
+from .limits import Buckets, LocalBuckets, RedisBuckets, retry_after
+from .metrics import Metrics
+from .problems import Problem, not_found
+from .settings import Settings
+
+__all__ = [
+    "ApiKey",
+    "Services",
+    "get_services",
+    "open_memory",
+    "require_key",
+    "session_info",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """The caller: the tenant its key belongs to (every store call is scoped to it)."""
+
+    tenant: str
+    key_id: str
+
+
+@dataclass(slots=True)
+class Services:
+    """What the routes of one process share."""
+
+    settings: Settings
+    db: AsyncStoreDatabase
+    keys: KeyStore
+    metrics: Metrics
+    limiter: Buckets | None
+    recall: Any = None
+    """An ``AsyncRecallIndex`` (None: recall is off)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Objects of parts added later (the chat route's HTTP client...), one key each."""
+    idempotency: Idempotency | None = None
+    context_recall: Any = None
+    """What sessions' contexts recall through: ``recall`` behind a ``GuardedRecall``
+    (deadline and circuit breaker) unless ``settings.recall_deadline`` is None."""
+
+    def __post_init__(self) -> None:
+        if self.context_recall is None and self.recall is not None:
+            if self.settings.recall_deadline is None:
+                self.context_recall = self.recall
+            else:
+                from ..recall.guarded import AsyncGuardedRecall
+
+                self.context_recall = AsyncGuardedRecall(
+                    self.recall, deadline=self.settings.recall_deadline
+                )
+
+    async def aclose(self) -> None:
+        if self.recall is not None:
+            await self.recall.aclose()
+        if self.limiter is not None:
+            await self.limiter.aclose()
+        await self.db.aclose()
+
+
+async def open_services(settings: Settings, metrics: Metrics) -> Services:
+    """Open the store (and the recall index and the Redis limiter when configured)."""
+    from ..stores import aopen_store
+
+    db = await aopen_store(settings.store)
+    try:
+        keys = KeyStore(db)
+        limiter: Buckets | None = None
+        if settings.rate_per_second > 0:
+            if settings.redis_url is not None:
+                limiter = RedisBuckets(settings.redis_url, settings.rate_per_second, settings.burst)
+            else:
+                limiter = LocalBuckets(settings.rate_per_second, settings.burst)
+        recall = await _open_recall(settings, db)
+    except BaseException:
+        await db.aclose()
+        raise
+    return Services(settings, db, keys, metrics, limiter, recall, idempotency=Idempotency(db))
+
+
+async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
+    from ..stores.url import parse_store_url
+
+    if not settings.use_recall:
+        return None
+    if settings.recall is not None:
+        from ..recall.index_async import AsyncRecallIndex
+
+        return await AsyncRecallIndex.open(settings.recall)
+    if parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
+        try:
+            from ..recall.index_async import AsyncRecallIndex
+
+            return AsyncRecallIndex(db)
+        except ImportError:  # recall needs numpy (extra numpy): the service runs without
+            return None
+    return None
+
+
+async def get_services(request: Request) -> Services:
+    """The app's services, opened once per process on first use."""
+    state = request.app.state
+    services: Services | None = state.services
+    if services is not None:
+        return services
+    async with state.opening:
+        if state.services is None:
+            state.services = await open_services(state.settings, state.metrics)
+    opened: Services = state.services
+    return opened
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def require_key(request: Request) -> ApiKey:
+    """The caller's key (401 problem when missing, malformed, unknown or revoked), after
+    its rate limit (429 problem)."""
+    services = await get_services(request)
+    token = _bearer(request)
+    record = None if token is None else await services.keys.verify(token)
+    if record is None:
+        raise Problem(
+            401,
+            "unauthorized",
+            "send a valid API key as Authorization: Bearer <key>",
+            headers={"WWW-Authenticate": 'Bearer realm="convomem"'},
+        )
+    if services.limiter is not None:
+        allowed, wait = await services.limiter.take(record.key_id)
+        if not allowed:
+            services.metrics.add("rate_limited")
+            raise Problem(
+                429,
+                "rate-limited",
+                f"the key's rate limit ({services.settings.rate_per_second:g}/s, burst "
+                f"{services.settings.burst}) is reached; retry after {wait:.2f}s",
+                headers={"Retry-After": retry_after(wait)},
+            )
+    key = ApiKey(record.tenant, record.key_id)
+    request.state.api_key = key
+    return key
+
+
+def session_store(services: Services, key: ApiKey, session_id: str) -> AsyncSessionStore:
+    """The tenant's session ``session_id`` (an administrative handle within the tenant)."""
+    return services.db.session(session_id, tenant=key.tenant)
+
+
+TTL_KEY = "convomem:ttl_seconds"
+"""The metadata key holding a session's own TTL (keys starting ``convomem:`` are the
+service's: refused in requests, left out of responses)."""
+
+
+def ttl_of(info: SessionInfo) -> float | None:
+    ttl = info.metadata.get(TTL_KEY)
+    return float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+
+
+def expires_at(info: SessionInfo) -> float | None:
+    """When the session expires: its own TTL after its last write, or the store's."""
+    ttl = ttl_of(info)
+    own = None if ttl is None else info.updated_at + ttl
+    if own is None or info.expires_at is None:
+        return own if info.expires_at is None else info.expires_at
+    return min(own, info.expires_at)
+
+
+def expired(info: SessionInfo, now: float | None = None) -> bool:
+    at = expires_at(info)
+    return at is not None and at <= (time.time() if now is None else now)
+
+
+async def session_info(services: Services, key: ApiKey, session_id: str) -> SessionInfo:
+    """The session's info, or the one 404 (another tenant's session is not found either).
+    A session past its own TTL is deleted here, on first access after it expired."""
+    info = await session_store(services, key, session_id).info()
+    if info is not None and expired(info):
+        await services.db.delete_session(session_id, tenant=key.tenant)
+        info = None
+    if info is None:
+        raise not_found("session", session_id)
+    return info
+
+
+def session_budget(services: Services, info: SessionInfo) -> int:
+    """The budget a session's context is assembled under (fixed when it was created)."""
+    budget = info.metadata.get("budget")
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        return budget
+    return services.settings.budget
+
+
+def open_memory(services: Services, key: ApiKey, info: SessionInfo) -> ConversationMemory:
+    """The session's memory; it resumes from the store on first use (see the module
+    docstring). With a recall index it is the tiered memory: the user's facts and what
+    recall finds for the query join the context, and what the view evicts is indexed."""
+    recall = services.context_recall if info.user_id is not None else None
+    return ConversationMemory(
+        budget=session_budget(services, info),
+        tokenizer=services.settings.tokenizer,
+        store=services.db.session(info.session_id, user_id=info.user_id, tenant=key.tenant),
+        recall=recall,
+        recall_k=services.settings.recall_k,
+    )
+
+
+def new_state(app_state: Any, settings: Settings) -> None:
+    """Prepare ``app.state`` for ``get_services``."""
+    app_state.settings = settings
+    app_state.metrics = Metrics()
+    app_state.services = None
+    app_state.opening = asyncio.Lock()

@@ -1,0 +1,131 @@
+"""``/v1/sessions/{id}/messages`` and ``/context``: appends (idempotent, If-Match, size
+limits, all-or-nothing checks), pages of the log, and the context with its accounting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+Key = Callable[[str], dict[str, str]]
+
+
+def _session(client: TestClient, h: dict[str, str], sid: str = "s1") -> None:
+    r = client.post("/v1/sessions", json={"id": sid, "user_id": "u1"}, headers=h)
+    assert r.status_code == 201, r.text
+
+
+def test_append_page_and_context(client: TestClient, make_key: Key) -> None:
+    h = make_key("acme")
+    _session(client, h)
+    msgs = [{"role": "system", "content": "be brief"}] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i} " * 20}
+        for i in range(60)
+    ]
+    last = 0
+    for i in range(0, len(msgs), 10):
+        r = client.post("/v1/sessions/s1/messages", json={"messages": msgs[i : i + 10]}, headers=h)
+        assert r.status_code == 201, r.text
+        last = r.json()["last_seq"]
+        assert r.headers["etag"] == f'"{last}"'
+    assert last == 61
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 25} | ({"cursor": cursor} if cursor else {})
+        page = client.get("/v1/sessions/s1/messages", params=params, headers=h).json()
+        seen += page["messages"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert [m["seq"] for m in seen] == list(range(1, 62))
+    assert [m["content"] for m in seen] == [m["content"] for m in msgs]
+    ctx = client.get("/v1/sessions/s1/context", headers=h).json()
+    acc = ctx["accounting"]
+    assert ctx["context"][0] == {"role": "system", "content": "be brief"}
+    assert acc["log_messages"] == 61 and acc["tokens"] <= acc["budget"]
+    assert acc["summarized"] > 0 and acc["summary"] is not None  # 60 long turns overflow 4000
+    kept = set(acc["kept"])
+    ids = [m["id"] for m in seen]
+    assert ids[-1] in kept  # the newest is kept; every message is kept or summarized
+    assert len(kept) + acc["summarized"] + acc["omitted"] + acc["waiting"] >= 61
+    small = client.get(
+        "/v1/sessions/s1/context", params={"budget": 600, "format": "anthropic"}, headers=h
+    ).json()
+    assert small["accounting"]["budget"] == 600
+    assert small["context"]["messages"][0]["role"] == "user"
+
+
+def test_idempotency_key_and_message_ids(client: TestClient, make_key: Key) -> None:
+    h = make_key("acme")
+    _session(client, h)
+    body = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    idem = h | {"Idempotency-Key": "k-1"}
+    first = client.post("/v1/sessions/s1/messages", json=body, headers=idem)
+    again = client.post("/v1/sessions/s1/messages", json=body, headers=idem)
+    assert first.status_code == again.status_code == 201
+    assert first.json()["messages"] == again.json()["messages"]
+    other = {"messages": [{"role": "user", "content": "something else"}, body["messages"][1]]}
+    r = client.post("/v1/sessions/s1/messages", json=other, headers=idem)
+    assert r.status_code == 409 and r.json()["type"].endswith("/idempotency-conflict")
+    # a replay is answered from the record even after the session moved on
+    client.post(
+        "/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": "z"}]}, headers=h
+    )
+    late = client.post("/v1/sessions/s1/messages", json=body, headers=idem)
+    assert late.json() == first.json() and late.headers["etag"] == first.headers["etag"] == '"2"'
+    assert late.headers["idempotent-replayed"] == "true"
+    # the key is checked against the body even when every message has its own id
+    ided = {"messages": [{"id": "a-1", "role": "user", "content": "q"}]}
+    k2 = h | {"Idempotency-Key": "k-2"}
+    assert client.post("/v1/sessions/s1/messages", json=ided, headers=k2).status_code == 201
+    other_ids = {"messages": [{"id": "a-2", "role": "user", "content": "q"}]}
+    r = client.post("/v1/sessions/s1/messages", json=other_ids, headers=k2)
+    assert r.status_code == 409 and r.json()["type"].endswith("/idempotency-conflict")
+    # the same key on another session is another key
+    client.post("/v1/sessions", json={"id": "s2", "user_id": "u1"}, headers=h)
+    assert client.post("/v1/sessions/s2/messages", json=other_ids, headers=k2).status_code == 201
+    with_id = {"messages": [{"id": "m-7", "role": "user", "content": "x"}]}
+    assert client.post("/v1/sessions/s1/messages", json=with_id, headers=h).status_code == 201
+    assert client.post("/v1/sessions/s1/messages", json=with_id, headers=h).status_code == 201
+    clash = {"messages": [{"id": "m-7", "role": "user", "content": "y"}]}
+    r = client.post("/v1/sessions/s1/messages", json=clash, headers=h)
+    assert r.status_code == 409 and r.json()["type"].endswith("/message-conflict")
+    assert client.get("/v1/sessions/s1", headers=h).json()["message_count"] == 5
+
+
+def test_if_match(client: TestClient, make_key: Key) -> None:
+    h = make_key("acme")
+    _session(client, h)
+    one = {"messages": [{"role": "user", "content": "a"}]}
+    r = client.post("/v1/sessions/s1/messages", json=one, headers=h | {"If-Match": '"0"'})
+    assert r.status_code == 201 and r.headers["etag"] == '"1"'
+    r = client.post("/v1/sessions/s1/messages", json=one, headers=h | {"If-Match": '"0"'})
+    assert r.status_code == 409 and r.json()["field"] == "If-Match"
+    r = client.post("/v1/sessions/s1/messages", json=one, headers=h | {"If-Match": "x"})
+    assert r.status_code == 422 and r.json()["field"] == "If-Match"
+    assert client.get("/v1/sessions/s1", headers=h).json()["last_seq"] == 1
+
+
+def test_bad_or_large_input_writes_nothing(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    client = make_client(max_messages=3, max_message_chars=500, max_body_bytes=4000)
+    h = make_key("acme")
+    _session(client, h)
+    bad = {"messages": [{"role": "user", "content": "fine"}, {"role": "wizard", "content": "x"}]}
+    r = client.post("/v1/sessions/s1/messages", json=bad, headers=h)
+    assert r.status_code == 422 and r.json()["field"].startswith("messages[1]")
+    many = {"messages": [{"role": "user", "content": "a"}] * 4}
+    assert client.post("/v1/sessions/s1/messages", json=many, headers=h).status_code == 413
+    long = {"messages": [{"role": "user", "content": "a" * 600}]}
+    r = client.post("/v1/sessions/s1/messages", json=long, headers=h)
+    assert r.status_code == 413 and r.json()["field"] == "messages[0]"
+    huge = {"messages": [{"role": "user", "content": "a" * 5000}]}
+    assert client.post("/v1/sessions/s1/messages", json=huge, headers=h).status_code == 413
+    missing = client.post(
+        "/v1/sessions/nope/messages",
+        json={"messages": [{"role": "user", "content": "a"}]},
+        headers=h,
+    )
+    assert missing.status_code == 404
+    assert client.get("/v1/sessions/s1", headers=h).json()["message_count"] == 0

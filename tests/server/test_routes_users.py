@@ -1,0 +1,110 @@
+"""``/v1/recall/search``, ``/v1/users/{id}/facts`` and ``DELETE /v1/users/{id}``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+from _server_support import create_key
+
+Key = Callable[[str], dict[str, str]]
+
+
+def _seed(client: TestClient, h: dict[str, str], sid: str, user: str, texts: list[str]) -> None:
+    r = client.post("/v1/sessions", json={"id": sid, "user_id": user}, headers=h)
+    assert r.status_code == 201
+    if not texts:
+        return
+    msgs = [{"role": "user", "content": t} for t in texts]
+    assert (
+        client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs}, headers=h).status_code
+        == 201
+    )
+
+
+def test_search_finds_the_users_own_past_messages(client: TestClient, make_key: Key) -> None:
+    h = make_key("acme")
+    _seed(client, h, "s1", "ana", ["my parcel number is 4471", "I like green tea"])
+    _seed(client, h, "s2", "ana", ["the weather in Porto is mild"])
+    _seed(client, h, "s3", "bob", ["my parcel number is 9999"])
+    r = client.post(
+        "/v1/recall/search", json={"user_id": "ana", "query": "parcel number"}, headers=h
+    )
+    assert r.status_code == 200
+    hits = r.json()["hits"]
+    assert hits[0]["text"] == "my parcel number is 4471" and hits[0]["session_id"] == "s1"
+    assert all("9999" not in x["text"] for x in hits)
+    one = client.post(
+        "/v1/recall/search", json={"user_id": "ana", "query": "tea", "k": 1}, headers=h
+    )
+    assert len(one.json()["hits"]) == 1
+    bad = client.post("/v1/recall/search", json={"user_id": "ana", "query": ""}, headers=h)
+    assert bad.status_code == 422 and bad.json()["field"] == "query"
+    nobody = client.post("/v1/recall/search", json={"user_id": "zed", "query": "x"}, headers=h)
+    assert nobody.status_code == 404
+
+
+def test_erasing_a_user_removes_sessions_and_recall_items(
+    client: TestClient, make_key: Key
+) -> None:
+    h = make_key("acme")
+    _seed(client, h, "s1", "ana", ["my parcel number is 4471"])
+    _seed(client, h, "s2", "ana", ["I like green tea"])
+    _seed(client, h, "s3", "bob", ["my parcel number is 9999"])
+    r = client.delete("/v1/users/ana", headers=h)
+    assert r.status_code == 200 and r.json()["sessions"] == 2 and r.json()["items"] >= 2
+    assert client.get("/v1/sessions/s1", headers=h).status_code == 404
+    assert client.get("/v1/sessions", params={"user_id": "ana"}, headers=h).json()["sessions"] == []
+    gone = client.post("/v1/recall/search", json={"user_id": "ana", "query": "parcel"}, headers=h)
+    assert gone.status_code == 404
+    assert client.delete("/v1/users/ana", headers=h).status_code == 404
+    bob = client.post("/v1/recall/search", json={"user_id": "bob", "query": "parcel"}, headers=h)
+    assert [x["text"] for x in bob.json()["hits"]] == ["my parcel number is 9999"]
+    # a new session of the erased user starts from nothing
+    _seed(client, h, "s1", "ana", ["hello again"])
+    again = client.post("/v1/recall/search", json={"user_id": "ana", "query": "parcel"}, headers=h)
+    assert again.json()["hits"] == [] or all("4471" not in x["text"] for x in again.json()["hits"])
+
+
+def test_without_recall_search_and_facts_are_400_problems(
+    make_client: Callable[..., TestClient], make_key: Key, redis: object
+) -> None:
+    url = redis.fresh_url()  # type: ignore[attr-defined]
+    client = make_client(store=url)
+    h = {"Authorization": f"Bearer {create_key(url, 'acme')}"}
+    _seed(client, h, "s1", "ana", ["hello"])
+    r = client.post("/v1/recall/search", json={"user_id": "ana", "query": "hello"}, headers=h)
+    assert r.status_code == 400 and r.json()["type"].endswith("/recall-off")
+    assert client.get("/v1/users/ana/facts", headers=h).status_code == 400
+    erased = client.delete("/v1/users/ana", headers=h)
+    assert erased.status_code == 200 and erased.json()["sessions"] == 1
+
+
+def test_facts_current_and_history_and_recall_in_a_context(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    client = make_client(budget=600, recall_deadline=None)
+    h = make_key("acme")
+    first = [{"role": "user", "content": "I live in Lisbon. I am allergic to peanuts."}]
+    filler = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"filler {i} weather " * 6}
+        for i in range(30)
+    ]
+    _seed(client, h, "s1", "ana", [])
+    msgs = {"messages": [*first, *filler, {"role": "user", "content": "I moved to Porto."}]}
+    assert client.post("/v1/sessions/s1/messages", json=msgs, headers=h).status_code == 201
+    facts = client.get("/v1/users/ana/facts", headers=h).json()
+    current = {f["attribute"]: f["value"] for f in facts["current"]}
+    assert current["city"] == "Porto" and current["allergy:peanuts"] == "yes"
+    cities = [f["value"] for f in facts["history"] if f["attribute"] == "city"]
+    assert cities == ["Lisbon", "Porto"]
+    _seed(client, h, "s2", "ana", ["what about my allergy?"])
+    r = client.get("/v1/sessions/s2/context", params={"query": "peanuts allergy"}, headers=h)
+    ctx, acc = r.json()["context"], r.json()["accounting"]
+    assert "allergic to: peanuts" in ctx[0]["content"]  # the facts tier
+    assert acc["recall_status"] == "ok" and acc["recalled"][0]["session_id"] == "s1"
+    assert acc["tokens"] == acc["split"]["total"] <= acc["budget"]
+    assert acc["kept"] == [
+        client.get("/v1/sessions/s2/messages", headers=h).json()["messages"][0]["id"]
+    ]
