@@ -125,6 +125,9 @@ def process(command: list[str], port: int, *, env: dict[str, str], cwd: Path) ->
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        text = Path(log_name).read_text(errors="replace")
+        if "Traceback" in text:  # a server error: show why
+            print(f"--- {command[2:4]} log:\n{text[-3000:]}", file=sys.stderr)
         os.unlink(log_name)
 
 
@@ -187,6 +190,15 @@ class Subject:
     context_ms: list[float] = field(default_factory=list)
     turn_ms: list[float] = field(default_factory=list)
     context_messages: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def failed(self, what: str, timed: bool) -> None:
+        """A failed request is counted and reported, not timed (a warm-up failure stops
+        the run: nothing after it would mean anything)."""
+        if not timed:
+            raise RuntimeError(f"{self.name}: {what}")
+        self.errors.append(what)
+        print(f"{self.name} at {self.size:,}: {what}", file=sys.stderr)
 
     def __post_init__(self) -> None:
         self.client = httpx.Client(base_url=self.base, headers=self.headers, timeout=600)
@@ -197,11 +209,13 @@ class Subject:
         r = self.client.post(f"{path}/messages", json={"messages": [message]})
         t1 = time.perf_counter()
         if r.status_code >= 300:
-            raise RuntimeError(f"{self.name}: append {r.status_code} {r.text[:500]}")
+            self.failed(f"append {r.status_code} {r.text[:300]}", timed)
+            return
         r = self.client.get(f"{path}/context", params={"budget": budget, "format": "openai"})
         t2 = time.perf_counter()
         if r.status_code >= 300:
-            raise RuntimeError(f"{self.name}: context {r.status_code} {r.text[:500]}")
+            self.failed(f"context {r.status_code} {r.text[:300]}", timed)
+            return
         body = r.json()
         self.context_messages = len(body["context"] if "context" in body else body["messages"])
         if timed:
@@ -218,9 +232,10 @@ def pct(values: list[float], q: float) -> float:
 def summary(s: Subject) -> dict[str, Any]:
     out: dict[str, Any] = {"service": s.name, "size": s.size, "turns": len(s.turn_ms)}
     for name, values in (("append", s.append_ms), ("context", s.context_ms), ("turn", s.turn_ms)):
-        out[f"{name}_p50_ms"] = round(statistics.median(values), 3)
-        out[f"{name}_p99_ms"] = round(pct(values, 0.99), 3)
+        out[f"{name}_p50_ms"] = round(statistics.median(values), 3) if values else float("nan")
+        out[f"{name}_p99_ms"] = round(pct(values, 0.99), 3) if values else float("nan")
     out["context_messages"] = s.context_messages
+    out["errors"] = len(s.errors)
     return out
 
 
@@ -330,12 +345,12 @@ def main() -> None:
     header = f"{'service':10} {'size':>8} {'n':>4}"
     for name in ("append", "context", "turn"):
         header += f" {name + ' p50':>12} {name + ' p99':>12}"
-    print(header + f" {'ctx msgs':>9} {'state KB':>9}")
+    print(header + f" {'ctx msgs':>9} {'state KB':>9} {'errors':>6}")
     for r in results:
         line = f"{r['service']:10} {r['size']:>8,} {r['turns']:>4}"
         for name in ("append", "context", "turn"):
             line += f" {r[name + '_p50_ms']:>12.2f} {r[name + '_p99_ms']:>12.2f}"
-        print(line + f" {r['context_messages']:>9} {r.get('state_kb', ''):>9}")
+        print(line + f" {r['context_messages']:>9} {r.get('state_kb', ''):>9} {r['errors']:>6}")
     print()
     by = {(r["service"], r["size"]): r for r in results}
     ratios: dict[str, float] = {}
