@@ -31,6 +31,7 @@ lint: $(STAMP)
 # The store tests start real servers: scripts/ensure-*.sh install them when missing.
 test: lint
 	sh scripts/ensure-redis-server.sh
+	sh scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest -q
 
 # Every benchmark in turn (about 35 minutes on 2 idle cores); see bench/README.md to run one.

@@ -6,6 +6,8 @@ import reprlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .model import Message
 
 
@@ -292,3 +294,92 @@ class ServiceProblem(ConvomemError):
         self.field = field
         self.value = value
         self.headers = headers or {}
+
+
+# -- the HTTP service, as its client sees it -----------------------------------------------
+
+
+class ServiceError(ConvomemError):
+    """The memory service answered with a problem (RFC 9457 problem details).
+
+    ``status`` is the HTTP status; ``type``, ``title``, ``detail``, ``field`` (``""``
+    when the problem names none) and ``value`` come from the problem document
+    (``details`` holds it whole, extension members included). The subclasses also
+    derive from the error a local call would raise (``NotFound`` is a ``LookupError``,
+    ``SessionMoved`` a ``ConcurrentUpdate``...), so code written against a local store
+    catches the remote failure the same way.
+    """
+
+    def __init__(self, status: int, problem: Mapping[str, Any]) -> None:
+        self.status = status
+        self.details = dict(problem)
+        self.type = str(problem.get("type") or "about:blank")
+        self.title = str(problem.get("title") or "")
+        self.detail = str(problem.get("detail") or "")
+        self.field: str = "" if problem.get("field") is None else str(problem["field"])
+        self.value: Any = problem.get("value")
+        where = f" (field {self.field}={bounded_repr(self.value)})" if self.field else ""
+        text = self.detail or self.title or "the service gave no detail"
+        # Exception.__init__ directly: the second bases' constructors take other arguments.
+        Exception.__init__(self, f"HTTP {status} {self.type}: {text}{where}")
+
+
+class RequestInvalid(ServiceError, InvalidMessage):
+    """The service rejected the request's input (400, 413, 422): ``field`` and ``value``
+    name what was wrong; nothing was written."""
+
+    def __init__(self, status: int, problem: Mapping[str, Any]) -> None:
+        super().__init__(status, problem)
+        self.problem = self.detail or self.title
+
+
+class Unauthorized(ServiceError, PermissionError):
+    """The API key is missing, unknown or revoked (401), or not allowed (403)."""
+
+
+class NotFound(ServiceError, LookupError):
+    """No such session, user or route for this key's tenant (404)."""
+
+
+class SessionMoved(ServiceError, ConcurrentUpdate):
+    """``If-Match`` named a seq the session has moved past (409); nothing was written.
+
+    ``expected`` / ``actual`` are the seqs from the problem (``-1`` when it does not
+    say); re-read and retry, or pass ``retry_conflicts=`` to the client's ``append``.
+    """
+
+    def __init__(self, status: int, problem: Mapping[str, Any]) -> None:
+        super().__init__(status, problem)
+        self.session_id = str(problem.get("session_id", ""))
+        self.field = self.field or "seq"
+        self.expected = _int_or(problem.get("expected"), -1)
+        self.actual = _int_or(problem.get("actual"), -1)
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+class MessageIdConflict(ServiceError, MessageConflict):
+    """A message id the session stores with other content was sent again (409)."""
+
+    def __init__(self, status: int, problem: Mapping[str, Any]) -> None:
+        super().__init__(status, problem)
+        self.session_id = str(problem.get("session_id", ""))
+        self.message_id = str(problem.get("message_id", self.value or ""))
+        self.seq = _int_or(problem.get("seq"), -1)
+
+
+class ServiceUnavailable(ServiceError, TransientError):
+    """The service or one of its stores is unavailable for now (502, 503, 504), or the
+    chat upstream failed; ``retry_after`` is the server's hint in seconds, if any."""
+
+    def __init__(
+        self, status: int, problem: Mapping[str, Any], retry_after: float | None = None
+    ) -> None:
+        super().__init__(status, problem)
+        self.retry_after = retry_after
+
+
+class RateLimited(ServiceUnavailable):
+    """The key is over its rate limit (429); retry after ``retry_after`` seconds."""

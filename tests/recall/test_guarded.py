@@ -162,15 +162,15 @@ def test_a_slow_search_times_out_and_stuck_workers_answer_at_once(
     faulty: Faulty, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    guard = GuardedRecall(faulty, deadline=LATE_THEN_OK, workers=1)
+    guard = GuardedRecall(faulty, deadline=LATE_THEN_OK, max_late=1)
     faulty.gate = threading.Event()
     late = guard.search("peanuts", user_id="maya")
     assert late.status == "timeout" and late.hits == [] and faulty.calls == 1
     assert late.error == "no answer within 1.0 s"
-    assert guard.in_flight == 1  # the abandoned search still holds its worker
+    assert guard.in_flight == guard.late == 1  # the abandoned search still runs
     stuck = guard.search("peanuts", user_id="maya")
-    assert stuck.status == "timeout" and faulty.calls == 1  # no call: no free worker
-    assert stuck.error == "all 1 recall workers are still busy with late searches"
+    assert stuck.status == "timeout" and faulty.calls == 1  # no call: the backend is stuck
+    assert stuck.error == "1 late search(es) still running: the backend is stuck"
     faulty.gate.set()  # the late search finishes; its result is discarded
     wait_idle(guard)
     faulty.gate = None
@@ -182,10 +182,38 @@ def test_a_slow_search_times_out_and_stuck_workers_answer_at_once(
     guard.close()
 
 
+def test_concurrent_healthy_searches_all_answer_and_reuse_threads(faulty: Faulty) -> None:
+    """``max_late`` bounds abandoned searches, not callers: six searches in flight at once
+    (the backend answers only when all six are inside) all answer "ok"."""
+    guard = GuardedRecall(faulty, deadline=HEALTHY, max_late=1)
+    barrier = threading.Barrier(6)
+    search = faulty.index.search
+
+    def together(*a: Any, **kw: Any) -> list[Hit]:
+        barrier.wait(30)
+        return search(*a, **kw)
+
+    faulty.index.search = together  # type: ignore[method-assign]
+    outs: list[str] = []
+
+    def call() -> None:
+        outs.append(guard.search("oak", user_id="maya").status)
+
+    for _ in range(2):
+        callers = [threading.Thread(target=call) for _ in range(6)]
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join()
+    assert outs == ["ok"] * 12
+    assert guard._workers.threads == 6  # the second round reused the first one's threads
+    guard.close()
+
+
 def test_timeouts_count_as_failures_for_the_breaker(faulty: Faulty) -> None:
     clock = FakeClock()
     breaker = CircuitBreaker(failures=2, reset_after=5.0, clock=clock)
-    guard = GuardedRecall(faulty, deadline=0.02, workers=4, breaker=breaker)
+    guard = GuardedRecall(faulty, deadline=0.02, max_late=4, breaker=breaker)
     faulty.gate = threading.Event()
     assert [guard.search("a", user_id="maya").status for _ in range(3)] == [
         "timeout",
@@ -267,7 +295,7 @@ def test_other_methods_pass_through(faulty: Faulty) -> None:
         ({"deadline": float("inf")}, "deadline"),
         ({"breaker": object()}, "breaker"),
         ({"logger": "convomem"}, "logger"),
-        ({"workers": 0}, "workers"),
+        ({"max_late": 0}, "max_late"),
         ({"clock": 1}, "clock"),
     ],
 )

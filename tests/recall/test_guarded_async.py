@@ -123,11 +123,11 @@ async def test_stuck_searches_fill_the_workers_then_answer_at_once(
     faulty: AsyncFaulty, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    guard = AsyncGuardedRecall(faulty, deadline=LATE_THEN_OK, workers=1)
+    guard = AsyncGuardedRecall(faulty, deadline=LATE_THEN_OK, max_late=1)
     faulty.gate, faulty.stubborn = asyncio.Event(), True
     assert (await guard.search("peanuts", user_id="maya")).status == "timeout"
     stuck = await guard.search("peanuts", user_id="maya")
-    assert stuck.status == "timeout" and faulty.calls == 1 and guard.in_flight == 1
+    assert stuck.status == "timeout" and faulty.calls == 1 and guard.late == 1
     faulty.gate.set()
     await idle(guard)
     faulty.gate = None

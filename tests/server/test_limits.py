@@ -4,7 +4,8 @@ request size limits."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -55,3 +56,25 @@ def test_redis_buckets_hold_across_replicas(
     assert codes == [200, 200, 200, 200, 429, 429]
     other = make_key("acme")
     assert two.get("/v1/sessions", headers=other).status_code == 200
+
+
+def test_bodies_over_the_limit_are_413_chunked_or_not(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    client = make_client(max_body_bytes=2000)
+    h = make_key("acme") | {"Content-Type": "application/json"}
+    client.post("/v1/sessions", json={"id": "s", "user_id": "u"}, headers=h)
+    big = json.dumps({"messages": [{"role": "user", "content": "a" * 5000}]}).encode()
+
+    def chunks(data: bytes) -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        for i in range(0, len(data), 500):
+            yield data[i : i + 500]
+
+    for sent in (big, chunks(big)):
+        r = client.post("/v1/sessions/s/messages", content=sent, headers=h)
+        assert r.status_code == 413 and r.json()["type"].endswith("/too-large")
+    small = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+    assert (
+        client.post("/v1/sessions/s/messages", content=chunks(small), headers=h).status_code == 201
+    )
+    assert client.get("/v1/sessions/s", headers=h).json()["message_count"] == 1

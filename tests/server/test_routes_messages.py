@@ -129,3 +129,18 @@ def test_bad_or_large_input_writes_nothing(
     )
     assert missing.status_code == 404
     assert client.get("/v1/sessions/s1", headers=h).json()["message_count"] == 0
+
+
+def test_a_smaller_budget_leaves_the_oldest_kept_messages_out(
+    client: TestClient, make_key: Key
+) -> None:
+    h = make_key("acme")
+    _session(client, h)
+    turns = [{"role": "user", "content": f"Question {i} about the parcel."} for i in range(30)]
+    client.post("/v1/sessions/s1/messages", json={"messages": turns}, headers=h)
+    full = client.get("/v1/sessions/s1/context", headers=h).json()
+    small = client.get("/v1/sessions/s1/context", params={"budget": 60}, headers=h).json()
+    assert len(small["context"]) < len(full["context"])
+    assert small["context"][-1] == turns[-1]
+    assert len(small["accounting"]["kept"]) == len(small["context"])
+    assert "budget" in small["accounting"]["why"]

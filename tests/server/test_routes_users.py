@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
@@ -105,6 +106,26 @@ def test_facts_current_and_history_and_recall_in_a_context(
     assert "allergic to: peanuts" in ctx[0]["content"]  # the facts tier
     assert acc["recall_status"] == "ok" and acc["recalled"][0]["session_id"] == "s1"
     assert acc["tokens"] == acc["split"]["total"] <= acc["budget"]
+    shown = sum(1 for x in acc["recalled"] if x["shown"])
+    assert f"convomem_recall_hits_total {shown}\n" in client.get("/metrics").text
     assert acc["kept"] == [
         client.get("/v1/sessions/s2/messages", headers=h).json()["messages"][0]["id"]
     ]
+
+
+def test_a_recall_index_in_another_database_is_erased_too(
+    make_client: Callable[..., TestClient], make_key: Key, tmp_path: Path
+) -> None:
+    client = make_client(recall=f"sqlite:///{tmp_path / 'recall.db'}", recall_deadline=None)
+    h = make_key("acme")
+    _seed(client, h, "s1", "ana", ["my parcel number is 4471"])
+    _seed(client, h, "s2", "ana", ["my parcel is late"])
+    search = {"user_id": "ana", "query": "parcel"}
+    hits = client.post("/v1/recall/search", json=search, headers=h).json()["hits"]
+    assert {x["session_id"] for x in hits} == {"s1", "s2"}
+    assert client.delete("/v1/sessions/s1", headers=h).status_code == 204
+    hits = client.post("/v1/recall/search", json=search, headers=h).json()["hits"]
+    assert {x["session_id"] for x in hits} == {"s2"}
+    assert client.delete("/v1/users/ana", headers=h).json()["items"] >= 1
+    _seed(client, h, "s3", "ana", ["hello"])
+    assert client.post("/v1/recall/search", json=search, headers=h).json()["hits"] == []

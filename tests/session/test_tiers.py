@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +21,15 @@ from hypothesis import strategies as st
 
 from convomem.errors import ConfigError, TransientError
 from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
-from convomem.recall import AsyncRecallIndex, DriftDetector, HashingEmbedder, RecallIndex
+from convomem.recall import (
+    AsyncGuardedRecall,
+    AsyncRecallIndex,
+    DriftDetector,
+    GuardedRecall,
+    HashingEmbedder,
+    RecallIndex,
+)
+from convomem.retry import CircuitBreaker
 from convomem.session import ConversationMemory
 from convomem.stores import aopen_store, open_store
 from convomem.summaries.extractor import OfflineExtractor
@@ -143,8 +153,12 @@ def said(mid: str, content: str, at: float = 1_700_000_000.0) -> Message:
     return Message(mid, "user", content=content, created_at=at)
 
 
-def test_facts_cross_sessions_of_one_user_only() -> None:
-    with open_store("sqlite://") as db, RecallIndex(db) as idx:
+@pytest.mark.parametrize("backend", ["sqlite_memory", "postgresql"])
+def test_facts_cross_sessions_of_one_user_only(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue(backend).fresh_url()
+    with open_store(url) as db, RecallIndex(db) as idx:
         a = memory(db, "s1", "ana", idx, 2000)
         a.add_message(said("a1", "I am allergic to peanuts and I live in Lisbon."))
         a.add_message(Message("a2", "assistant", content="Noted."))
@@ -237,7 +251,6 @@ def test_widen_recall_doubles_k_once() -> None:
         mem.add_message(said("u0", TOPIC_A))
         for k in range(1, 5):
             mem.add_message(said(f"u{k}", f"{TOPIC_B} {k}"))
-        mem._tiers.widen = False  # type: ignore[union-attr]
         mem.add_message(said("u9", TOPIC_A + " again"))  # back to the opening topic
         assert mem.stats().drift["action"] == "widen_recall"  # type: ignore[index]
         mem.context()
@@ -261,15 +274,54 @@ class FailingRecall:
         return getattr(self.inner, name)
 
 
-def test_failed_recall_still_answers() -> None:
+def test_failed_recall_still_answers_then_the_breaker_opens() -> None:
     with open_store("sqlite://") as db, RecallIndex(db) as idx:
-        mem = memory(db, "s", "ana", FailingRecall(idx), 400)
+        failing = FailingRecall(idx)
+        mem = memory(db, "s", "ana", failing, 400)  # wrapped in a GuardedRecall
         mem.add("system", "Be brief.")
+        mem.add_message(said("f", "I am allergic to peanuts."))
         for k in range(20):
             mem.add_message(said(f"u{k}", text(k, 20)))
-        ctx = mem.context("messages")
-        assert ctx and mem.stats().recall["status"] in ("failed", "open")  # type: ignore[index]
-        assert cost(ctx) <= 400
+        statuses = []
+        for _ in range(7):
+            ctx = mem.context("messages")
+            assert cost(ctx) <= 400 and "peanuts" in ctx[1].text()  # the facts still come
+            statuses.append(mem.stats().recall["status"])  # type: ignore[index]
+        assert statuses == ["failed"] * 5 + ["open"] * 2  # the backend is left alone
+        assert failing.searches == 5
+        mem.flush()  # ingest went on: the index itself is up
+        assert idx.search(text(0, 20), user_id="ana", k=1)[0].message_id == "u0"
+
+
+class StuckRecall:
+    """A recall index whose searches wait until released (a backend that hangs)."""
+
+    def __init__(self, index: RecallIndex) -> None:
+        self.inner = index
+        self.release = threading.Event()
+
+    def search(self, query: str, **kw: Any) -> Any:
+        self.release.wait()
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_slow_recall_times_out_and_the_context_comes_without_it() -> None:
+    with open_store("sqlite://") as db, RecallIndex(db) as idx:
+        stuck = StuckRecall(idx)
+        guarded = GuardedRecall(stuck, deadline=0.01, breaker=CircuitBreaker(failures=100))
+        mem = memory(db, "s", "ana", guarded, 400)
+        for k in range(20):
+            mem.add_message(said(f"u{k}", text(k, 20)))
+        try:
+            ctx = mem.context("messages")
+            recall = mem.stats().recall
+            assert recall is not None and recall["status"] == "timeout" and not recall["hits"]
+            assert cost(ctx) <= 400 and ctx[-1].id == "u19"
+        finally:
+            stuck.release.set()
 
 
 def test_emergency_compaction_when_the_tiers_do_not_fit() -> None:
@@ -343,6 +395,8 @@ def test_bad_options() -> None:
             ContextBudget(1000, facts=0.4, recall=0.4)
         with pytest.raises(ConfigError, match="query="):
             ConversationMemory(1000).context(query="x")
+        with pytest.raises(ConfigError, match="not pickled"):
+            pickle.dumps(ConversationMemory(1000, drift=DriftDetector()))
 
 
 def test_async_twin() -> None:
@@ -350,7 +404,8 @@ def test_async_twin() -> None:
         db = await aopen_store("sqlite://")
         try:
             idx = AsyncRecallIndex(db)
-            mem = ConversationMemory(400, store=db.session("s", user_id="ana"), recall=idx)
+            guarded = AsyncGuardedRecall(idx, deadline=None)  # no deadline: a busy test box
+            mem = ConversationMemory(400, store=db.session("s", user_id="ana"), recall=guarded)
             await mem.aadd("system", "Be brief.")
             await mem.aadd_message(said("f", "I am allergic to peanuts."))
             for k in range(20):

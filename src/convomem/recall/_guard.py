@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 from .. import _check
-from ..errors import ConfigError, EmbeddingError, StoreError, TransientError
+from ..errors import ConfigError, EmbeddingError, StoreError, TransientError, bounded_repr
 from ..retry.breaker import CircuitBreaker
 from ._core import Hit, scope_of
 
@@ -33,8 +33,8 @@ class RecallOutcome:
     """What one guarded search gave: ``hits`` (empty unless ``status == "ok"``), why
     (``status``, ``error``) and how long the caller waited (``elapsed`` seconds)."""
 
-    hits: list[Hit] = field(default_factory=list)
-    status: RecallStatus = "ok"
+    hits: list[Hit]
+    status: RecallStatus
     error: str | None = None
     elapsed: float = 0.0
 
@@ -57,6 +57,16 @@ class AsyncSearchable(Protocol):
     def search(self) -> Callable[..., Awaitable[list[Hit]]]: ...
 
 
+class _Ticket:
+    """One admitted search: whether it has returned, and whether its caller gave up."""
+
+    __slots__ = ("done", "late")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.late = False
+
+
 class _Guard:
     """The sans-I/O part both twins share: checks, the breaker, the bounded number of
     searches in flight, the outcomes and the once-per-outage log lines."""
@@ -66,7 +76,7 @@ class _Guard:
         deadline: float | None,
         breaker: CircuitBreaker | None,
         logger: logging.Logger | None,
-        workers: int,
+        max_late: int,
         clock: Callable[[], float],
     ) -> None:
         self.deadline = (
@@ -75,15 +85,16 @@ class _Guard:
             else _check.number("deadline", deadline, minimum=0.0, low_open=True)
         )
         if breaker is not None and not isinstance(breaker, CircuitBreaker):
-            raise ConfigError(f"breaker={breaker!r}: must be a CircuitBreaker or None")
+            raise ConfigError(f"breaker={bounded_repr(breaker)}: must be a CircuitBreaker or None")
         self.breaker = CircuitBreaker() if breaker is None else breaker
         if logger is not None and not isinstance(logger, logging.Logger):
-            raise ConfigError(f"logger={logger!r}: must be a logging.Logger or None")
+            raise ConfigError(f"logger={bounded_repr(logger)}: must be a logging.Logger or None")
         self.log = log if logger is None else logger
-        self.workers = _check.positive_int("workers", workers)
+        self.max_late = _check.positive_int("max_late", max_late)
         self.clock = _check.function("clock", clock, "() -> seconds")
         self._lock = threading.Lock()
-        self._in_flight = 0
+        self._running = 0
+        self._late = 0
         self._down_since: float | None = None
         self._missed = 0
         self.counts: dict[RecallStatus, int] = {"ok": 0, "failed": 0, "timeout": 0, "open": 0}
@@ -96,28 +107,37 @@ class _Guard:
 
     def check(self, query: object, user_id: object, tenant: object, k: object) -> None:
         if not isinstance(query, str):
-            raise ConfigError(f"query={query!r}: must be a string")
+            raise ConfigError(f"query={bounded_repr(query)}: must be a string")
         scope_of(user_id, tenant)
         _check.positive_int("k", k)
 
-    def admit(self, start: float) -> RecallOutcome | None:
-        """None when the search may run (a place in flight is taken: ``release`` it when
-        the backend returns); else the outcome to answer at once."""
+    def admit(self, start: float) -> RecallOutcome | _Ticket:
+        """A ticket when the search may run (``finish`` it when the backend returns,
+        ``abandon`` it when the caller stops waiting); else the outcome to answer now."""
         if not self.breaker.allow():
             return self._down("open", "circuit breaker open: recall skipped", start)
         with self._lock:
-            full = self._in_flight >= self.workers
-            if not full:
-                self._in_flight += 1
-        if full:
+            stuck = self._late >= self.max_late
+            if not stuck:
+                self._running += 1
+        if stuck:
             self.breaker.record_failure()
-            why = f"all {self.workers} recall workers are still busy with late searches"
+            why = f"{self.max_late} late search(es) still running: the backend is stuck"
             return self._down("timeout", why, start)
-        return None
+        return _Ticket()
 
-    def release(self) -> None:
+    def finish(self, ticket: _Ticket) -> None:
         with self._lock:
-            self._in_flight -= 1
+            self._running -= 1
+            ticket.done = True
+            if ticket.late:
+                self._late -= 1
+
+    def abandon(self, ticket: _Ticket) -> None:
+        with self._lock:
+            if not ticket.done and not ticket.late:
+                ticket.late = True
+                self._late += 1
 
     def succeeded(self, hits: list[Hit], start: float) -> RecallOutcome:
         self.breaker.record_success()
@@ -181,9 +201,16 @@ class _Guarded:
 
     @property
     def in_flight(self) -> int:
-        """Searches running now, late (abandoned) ones included; at most ``workers``."""
+        """Searches running now, late (abandoned) ones included."""
         with self._guard._lock:
-            return self._guard._in_flight
+            return self._guard._running
+
+    @property
+    def late(self) -> int:
+        """Searches still running after their caller got "timeout" (from ``max_late`` on,
+        new searches answer "timeout" at once)."""
+        with self._guard._lock:
+            return self._guard._late
 
     @property
     def counts(self) -> dict[RecallStatus, int]:

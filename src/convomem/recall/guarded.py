@@ -9,9 +9,10 @@ failures; it answers a ``RecallOutcome`` instead:
 - ``"failed"``: the backend raised an outage error (``OUTAGES``: ``TransientError``,
   ``StoreError``, ``EmbeddingError``, ``OSError``); no hits, ``error`` says what;
 - ``"timeout"``: no answer within ``deadline`` seconds. The late search is abandoned (its
-  result discarded). Sync searches run on ``workers`` daemon threads, so abandoned
-  searches cannot pile up: when every worker is still stuck, the answer is "timeout" at
-  once, without calling the backend;
+  result discarded; async: cancelled). Late searches cannot pile up: while ``max_late``
+  of them are still running, a new search answers "timeout" at once, without calling
+  the backend (which is stuck). Sync searches run on daemon threads, one per search in
+  flight (the callers waiting and the late searches), reused once idle;
 - ``"open"``: the circuit breaker (``retry.CircuitBreaker``) is open after repeated
   failures; the backend is not called at all until it lets a trial through.
 
@@ -37,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, wait
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, bounded_repr
 from ..retry.breaker import CircuitBreaker
 from ._core import Hit
 from ._guard import (
@@ -48,34 +49,38 @@ from ._guard import (
     Searchable,
     _Guard,
     _Guarded,
+    _Ticket,
 )
 
 __all__ = ["OUTAGES", "AsyncGuardedRecall", "GuardedRecall", "RecallOutcome", "RecallStatus"]
 
 
-def _job(fn: Callable[[], list[Hit]], release: Callable[[], None]) -> Callable[[], list[Hit]]:
+def _job(fn: Callable[[], list[Hit]], finish: Callable[[], None]) -> Callable[[], list[Hit]]:
     def run() -> list[Hit]:
         try:
             return fn()
         finally:
-            release()  # before the result is set, so the next search sees the place free
+            finish()  # before the result is set, so the caller sees the search finished
 
     return run
 
 
 class _Workers:
-    """``n`` daemon threads (a stuck search must not keep the process from exiting)."""
+    """Daemon threads (a stuck search must not keep the process from exiting), one per
+    search in flight: an idle thread is reused, a new one started only when none is."""
 
-    def __init__(self, n: int) -> None:
-        self._n = n
+    def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[Future[list[Hit]], Callable[[], list[Hit]]] | None]
         self._jobs = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for a job, minus the jobs queued for them
         self._lock = threading.Lock()
 
     def submit(self, fn: Callable[[], list[Hit]]) -> Future[list[Hit]]:
         with self._lock:
-            while len(self._threads) < self._n:
+            if self._idle:
+                self._idle -= 1
+            else:
                 t = threading.Thread(target=self._work, name="convomem-recall-guard", daemon=True)
                 t.start()
                 self._threads.append(t)
@@ -83,15 +88,21 @@ class _Workers:
         self._jobs.put((fut, fn))
         return fut
 
+    @property
+    def threads(self) -> int:
+        with self._lock:
+            return len(self._threads)
+
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             fut, fn = job
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:  # handed to the waiting caller
-                fut.set_exception(exc)
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn())
+                except BaseException as exc:  # handed to the waiting caller
+                    fut.set_exception(exc)
+            with self._lock:
+                self._idle += 1
 
     def close(self) -> None:
         """Stop the threads once their current search returns (without waiting)."""
@@ -106,9 +117,9 @@ class GuardedRecall(_Guarded):
     raises for an outage; see the module docstring.
 
     ``breaker`` defaults to ``CircuitBreaker()`` (open after 5 failures in a row, a trial
-    after 30 s); ``logger`` to ``logging.getLogger("convomem.recall")``; ``workers`` is how
-    many searches may run at once (late ones included); ``deadline=None`` waits as long
-    as the backend takes (in the caller's thread).
+    after 30 s); ``logger`` to ``logging.getLogger("convomem.recall")``; ``max_late`` is
+    how many abandoned searches may still run before new ones answer "timeout" at once;
+    ``deadline=None`` waits as long as the backend takes (in the caller's thread).
     """
 
     def __init__(
@@ -118,14 +129,14 @@ class GuardedRecall(_Guarded):
         deadline: float | None = 0.25,
         breaker: CircuitBreaker | None = None,
         logger: logging.Logger | None = None,
-        workers: int = 2,
+        max_late: int = 2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not callable(getattr(index, "search", None)):
-            raise ConfigError(f"index={index!r}: must have a search() method")
+            raise ConfigError(f"index={bounded_repr(index)}: must have a search() method")
         self.index = index
-        self._guard = _Guard(deadline, breaker, logger, workers, clock)
-        self._workers = _Workers(self._guard.workers)
+        self._guard = _Guard(deadline, breaker, logger, max_late, clock)
+        self._workers = _Workers()
 
     def search(
         self, query: str, *, user_id: str, tenant: str | None = None, k: int = 10, **kw: Any
@@ -134,14 +145,15 @@ class GuardedRecall(_Guarded):
         g = self._guard
         g.check(query, user_id, tenant, k)
         start = g.clock()
-        refused = g.admit(start)
-        if refused is not None:
-            return refused
+        ticket = g.admit(start)
+        if isinstance(ticket, RecallOutcome):
+            return ticket
         call = _job(
-            lambda: self.index.search(query, user_id=user_id, tenant=tenant, k=k, **kw), g.release
+            lambda: self.index.search(query, user_id=user_id, tenant=tenant, k=k, **kw),
+            lambda: g.finish(ticket),
         )
         try:
-            hits = self._run(call)
+            hits = self._run(call, ticket)
         except OUTAGES as exc:
             return g.failed(exc, start)
         except Exception:
@@ -151,17 +163,25 @@ class GuardedRecall(_Guarded):
             return g.timed_out(start)
         return g.succeeded(hits, start)
 
-    def _run(self, call: Callable[[], list[Hit]]) -> list[Hit] | None:
+    def _run(self, call: Callable[[], list[Hit]], ticket: _Ticket) -> list[Hit] | None:
         """The hits; None when they are late (the search goes on, abandoned)."""
-        if self._guard.deadline is None:
+        g = self._guard
+        if g.deadline is None:
             return call()
         try:
             fut = self._workers.submit(call)
-        except BaseException:  # no thread to run it: its place is free again
-            self._guard.release()
+        except BaseException:  # no thread to run it: it never started
+            g.finish(ticket)
             raise
-        done, _ = wait([fut], timeout=self._guard.deadline)
-        return fut.result() if done else None
+        try:
+            done, _ = wait([fut], timeout=g.deadline)
+        except BaseException:  # the caller was interrupted: the search goes on alone
+            g.abandon(ticket)
+            raise
+        if done:
+            return fut.result()
+        g.abandon(ticket)
+        return None
 
     def close(self) -> None:
         """Stop the workers (a stuck search is left to finish on its own) and close the
@@ -181,8 +201,9 @@ class GuardedRecall(_Guarded):
 class AsyncGuardedRecall(_Guarded):
     """The async twin of ``GuardedRecall`` over an ``AsyncRecallIndex``: the same
     options, outcomes, breaker and log lines. A late search is cancelled and abandoned
-    (the answer does not wait for the cancellation to land); at most ``workers``
-    searches run at once, late ones included."""
+    (the answer does not wait for the cancellation to land); while ``max_late`` late
+    searches have not stopped yet (a backend that ignores cancellation), new ones answer
+    "timeout" at once."""
 
     def __init__(
         self,
@@ -191,13 +212,13 @@ class AsyncGuardedRecall(_Guarded):
         deadline: float | None = 0.25,
         breaker: CircuitBreaker | None = None,
         logger: logging.Logger | None = None,
-        workers: int = 2,
+        max_late: int = 2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not callable(getattr(index, "search", None)):
-            raise ConfigError(f"index={index!r}: must have a search() method")
+            raise ConfigError(f"index={bounded_repr(index)}: must have a search() method")
         self.index = index
-        self._guard = _Guard(deadline, breaker, logger, workers, clock)
+        self._guard = _Guard(deadline, breaker, logger, max_late, clock)
 
     async def search(
         self, query: str, *, user_id: str, tenant: str | None = None, k: int = 10, **kw: Any
@@ -206,12 +227,13 @@ class AsyncGuardedRecall(_Guarded):
         g = self._guard
         g.check(query, user_id, tenant, k)
         start = g.clock()
-        refused = g.admit(start)
-        if refused is not None:
-            return refused
+        ticket = g.admit(start)
+        if isinstance(ticket, RecallOutcome):
+            return ticket
         try:
             hits = await self._run(
-                lambda: self.index.search(query, user_id=user_id, tenant=tenant, k=k, **kw)
+                lambda: self.index.search(query, user_id=user_id, tenant=tenant, k=k, **kw),
+                ticket,
             )
         except OUTAGES as exc:
             return g.failed(exc, start)
@@ -222,26 +244,32 @@ class AsyncGuardedRecall(_Guarded):
             return g.timed_out(start)
         return g.succeeded(hits, start)
 
-    async def _run(self, call: Callable[[], Awaitable[list[Hit]]]) -> list[Hit] | None:
+    async def _run(
+        self, call: Callable[[], Awaitable[list[Hit]]], ticket: _Ticket
+    ) -> list[Hit] | None:
         """The hits; None when they are late (the search is cancelled and abandoned)."""
+        g = self._guard
         try:
             task: asyncio.Future[list[Hit]] = asyncio.ensure_future(call())
         except BaseException:  # search() raised before it was awaited
-            self._guard.release()
+            g.finish(ticket)
             raise
         # A done callback, not a finally in the search: it runs even for a task cancelled
         # before it started, and (added first) before the waiter below wakes up.
-        task.add_done_callback(lambda _: self._guard.release())
-        if self._guard.deadline is None:
-            return await task
+        task.add_done_callback(lambda _: g.finish(ticket))
         try:
-            done, _ = await asyncio.wait({task}, timeout=self._guard.deadline)
-        except asyncio.CancelledError:
+            if g.deadline is None:
+                return await task
+            done, _ = await asyncio.wait({task}, timeout=g.deadline)
+        except asyncio.CancelledError:  # the caller was cancelled: so is its search
             task.cancel()
+            g.abandon(ticket)
+            task.add_done_callback(_discard)
             raise
         if done:
             return task.result()
         task.cancel()
+        g.abandon(ticket)
         task.add_done_callback(_discard)
         return None
 

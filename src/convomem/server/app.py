@@ -24,8 +24,10 @@ from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
 from . import routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state
+from .inspect import routes as inspect_routes
 from .models import ProblemOut, problem_responses
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
+from .routes_chat import router as chat_router
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -71,6 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_sessions.router, responses=api)
     app.include_router(routes_messages.router, responses=api)
     app.include_router(routes_users.router, responses=api)
+    app.include_router(chat_router, responses={**api, **problem_responses(501)})
+    app.include_router(inspect_routes.router)
     _register_problem_schema(app)
 
     _install_errors(app)
@@ -128,6 +132,8 @@ def _install_errors(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def on_http(request: Request, exc: HTTPException) -> Response:
+        if isinstance(exc.__cause__, Problem):  # raised while FastAPI read the body
+            return _problem_response(exc.__cause__)
         slug = {404: "not-found", 405: "bad-request", 401: "unauthorized"}.get(
             exc.status_code, "bad-request"
         )
@@ -142,31 +148,49 @@ def _install_errors(app: FastAPI) -> None:
         return JSONResponse(body, status_code=500, media_type=MEDIA_TYPE)
 
 
+class BodyLimit:
+    """413 for a body over ``limit`` bytes: at once when ``Content-Length`` says so, else
+    as soon as the bytes received pass it (a chunked body is never read whole)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                n = int(value)
+                p = Problem(
+                    413,
+                    "too-large",
+                    f"the body is {n} bytes; at most {limit}",
+                    field="Content-Length",
+                    value=n,
+                )
+                await _problem_response(p)(scope, receive, send)
+                return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise Problem(413, "too-large", f"the body is over {limit} bytes", field="body")
+            return message
+
+        await self.app(scope, counted, send)
+
+
 def _install_middleware(app: FastAPI, settings: Settings) -> None:
     limit = settings.max_body_bytes
 
-    @app.middleware("http")
-    async def body_limit(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return _problem_response(
-                Problem(
-                    413,
-                    "too-large",
-                    f"the body is {length} bytes; at most {limit}",
-                    field="Content-Length",
-                    value=int(length),
-                )
-            )
-        if length is None and request.method in ("POST", "PUT", "PATCH"):
-            body = await request.body()  # chunked: read it, counted (starlette caches it)
-            if len(body) > limit:
-                return _problem_response(
-                    Problem(413, "too-large", f"the body is over {limit} bytes", field="body")
-                )
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=limit)
 
     @app.middleware("http")
     async def count(

@@ -210,11 +210,20 @@ async def session_info(services: Services, key: ApiKey, session_id: str) -> Sess
     A session past its own TTL is deleted here, on first access after it expired."""
     info = await session_store(services, key, session_id).info()
     if info is not None and expired(info):
-        await services.db.delete_session(session_id, tenant=key.tenant)
+        await delete_session(services, key, info)
         info = None
     if info is None:
         raise not_found("session", session_id)
     return info
+
+
+async def delete_session(services: Services, key: ApiKey, info: SessionInfo) -> bool:
+    """Delete a session with its log and state, and its recall items when the index lives
+    in another database (``--recall URL``: the store's trigger cannot reach it)."""
+    recall = services.recall
+    if recall is not None and info.user_id is not None and services.settings.recall is not None:
+        await recall.delete(user_id=info.user_id, session_id=info.session_id, tenant=key.tenant)
+    return await services.db.delete_session(info.session_id, tenant=key.tenant)
 
 
 def session_budget(services: Services, info: SessionInfo) -> int:

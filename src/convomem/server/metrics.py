@@ -57,14 +57,15 @@ class Metrics:
             h[-1] += 1
 
     def add(self, name: str, n: int = 1) -> None:
-        """Add ``n`` to the counter ``name`` (one of ``_COUNTERS``)."""
+        """Add ``n`` to the counter ``convomem_<name>_total`` (a name not listed in
+        ``_COUNTERS`` is a new counter: parts added later count their own work)."""
         if n:
             with self._lock:
-                self._counters[name] += n
+                self._counters[name] = self._counters.get(name, 0) + n
 
     def value(self, name: str) -> int:
         with self._lock:
-            return self._counters[name]
+            return self._counters.get(name, 0)
 
     def requests(self, route: str, status: int | None = None) -> int:
         """Requests answered on ``route`` (with ``status`` when given)."""
@@ -100,7 +101,8 @@ class Metrics:
                 lines.append(f'convomem_request_seconds_bucket{{route="{r}",le="+Inf"}} {h[-1]:g}')
                 lines.append(f'convomem_request_seconds_sum{{route="{r}"}} {h[-2]!r}')
                 lines.append(f'convomem_request_seconds_count{{route="{r}"}} {h[-1]:g}')
-            for name, help in _COUNTERS.items():
+            for name in self._counters:
+                help = _COUNTERS.get(name, name.replace("_", " ").capitalize())
                 full = f"convomem_{name}_total"
                 lines += [f"# HELP {full} {help}", f"# TYPE {full} counter"]
                 lines.append(f"{full} {self._counters[name]}")

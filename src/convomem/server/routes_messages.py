@@ -233,14 +233,15 @@ async def get_context(
             tokenizer=memory.tokenizer,
             start_on="user" if format == "anthropic" else None,
         ).pack(kept)
-        dropped = len(kept) - len(packed.messages)
-        kept = list(packed.messages)
+        dropped = len(kept) - len(packed.kept)
+        kept = list(packed.kept)
         context = _render(kept, format)
     else:
         context = await memory.acontext(format, query=query)
     st = memory.stats()
     svc.metrics.add("compactions", st.compactions - before.compactions)
     svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
+    svc.metrics.add("recall_hits", sum(1 for h in (st.recall or {}).get("hits", ()) if h["shown"]))
     response.headers["ETag"] = f'"{memory._last}"'
     return ContextResponse(
         format=format,

@@ -22,6 +22,9 @@ from .deps import (
     session_info,
     ttl_of,
 )
+from .deps import (
+    delete_session as remove_session,
+)
 from .models import SessionCreate, SessionOut, SessionPage
 from .problems import Problem, not_found
 
@@ -80,7 +83,7 @@ async def create_session(body: SessionCreate, key: Key, svc: Svc, response: Resp
     store = svc.db.session(sid, tenant=key.tenant)
     info = await store.info()
     if info is not None and expired(info):
-        await svc.db.delete_session(sid, tenant=key.tenant)
+        await remove_session(svc, key, info)
         info = None
     if info is None:
         await svc.db.session(sid, user_id=body.user_id, tenant=key.tenant).set_metadata(stored)
@@ -129,7 +132,7 @@ async def get_session(session_id: str, key: Key, svc: Svc, response: Response) -
 @router.delete("/{session_id}", status_code=204)
 async def delete_session(session_id: str, key: Key, svc: Svc) -> Response:
     """Delete a session with its log, derived state and recall items."""
-    await session_info(svc, key, session_id)  # an expired session is already gone
-    if not await svc.db.delete_session(session_id, tenant=key.tenant):
+    info = await session_info(svc, key, session_id)  # an expired session is already gone
+    if not await remove_session(svc, key, info):
         raise not_found("session", session_id)
     return Response(status_code=204)

@@ -73,22 +73,27 @@ def render_tiers(
             facts, facts_tokens = "", 0
     parts = [facts] if facts else []
     shown: list[Snippet] = []
-    total = facts_tokens
+    lines: list[str] = []
     limit = min(room, facts_tokens + recall_room)
-    if snippets and limit > total:
+    if snippets and limit > facts_tokens:
+        # Lines are counted one by one (a line and its newline), then the message once:
+        # a tokenizer that does not add up exactly loses the last lines, never the budget.
         chars = max(80, 4 * recall_room // len(snippets))
-        lines = [RECALL_HEADER]
+        total = tok.count_message(_msg("\n\n".join([*parts, RECALL_HEADER])))
         for s in snippets:
             line = _line(s, session_id, chars)
-            text = "\n\n".join([*parts, "\n".join([*lines, line])])
-            n = tok.count_message(_msg(text))
-            if n <= limit:
+            n = tok.count(line) + 1
+            if total + n <= limit:
                 lines.append(line)
                 shown.append(s)
-                total = n
-        if shown:
-            parts.append("\n".join(lines))
-    if not parts:
-        return None, 0, 0, []
-    m = _msg("\n\n".join(parts))
-    return m, facts_tokens, total - facts_tokens, shown
+                total += n
+    while True:
+        text = "\n\n".join([*parts, "\n".join([RECALL_HEADER, *lines])] if lines else parts)
+        if not text:
+            return None, 0, 0, []
+        m = _msg(text)
+        n = tok.count_message(m)
+        if n <= max(limit, facts_tokens) or not lines:
+            return m, facts_tokens, n - facts_tokens, shown
+        lines.pop()
+        shown.pop()

@@ -17,12 +17,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from typing import Any
 
 from .. import _check
-from ..errors import ConfigError
+from ..errors import ConcurrentUpdate, ConfigError
 from ..model import COMPRESSED_KEY, Message
 from ..summaries import RunningSummary, Summary
 from ..tokens import Tokenizer
@@ -148,14 +149,15 @@ class TieredCore:
         in_view.update(m.id for m in engine.log.kept())
         hits = [h for h in hits if h.message_id not in in_view][:k]
         room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
-        _, want_f, want_r, _ = t.message(1 << 30, hits, in_view)
-        emergency = want_f + want_r > room
+        msg, facts, recalled, shown = t.message(1 << 30, hits, in_view)  # all they want
+        emergency = facts + recalled > room
         if emergency and next(iter(engine.log.evictable()), None) is not None:
-            folded = yield from self._emergency_gen(want_f + want_r - room)
+            folded = yield from self._emergency_gen(facts + recalled - room)
             if folded:
                 v = self._view()
                 room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
-        msg, facts, recalled, shown = t.message(max(0, room), hits, in_view)
+        if emergency:
+            msg, facts, recalled, shown = t.message(max(0, room), hits, in_view)
         if emergency:
             self._emergencies += 1
         t.last_recall = {
@@ -203,7 +205,9 @@ class TieredCore:
         if self._compactions_now() == before:
             return False
         if self._durable:
-            yield from self._dsave_gen()
+            # Another writer moved the session: this memory re-reads it next time.
+            with contextlib.suppress(ConcurrentUpdate):
+                yield from self._dsave_gen()
         yield from self._tier_after_gen(True)
         return True
 

@@ -16,13 +16,13 @@ is recorded (``last_error``) and the session goes on. Ingest is background
 from __future__ import annotations
 
 import contextlib
-import importlib
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .._io import maybe_await
 from ..errors import ConcurrentUpdate, ConfigError, ConvomemError, TransientError
 from ..model import Message
+from ..recall.guarded import AsyncGuardedRecall, GuardedRecall
 from ..summaries.keyed import KeyedFact
 from ..summaries.supersession import FactHistory
 from ..tokens import Tokenizer
@@ -32,6 +32,7 @@ SAVE_RACES: Final = 8
 """Lost facts saves (another session of the user saved first) one save survives."""
 FACTS_SHARE: Final = 0.10
 RECALL_SHARE: Final = 0.15
+_GUARD: Final = "_convomem_guard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,21 +45,17 @@ class TierOp:
 
 
 def _guard(recall: Any) -> tuple[Any, Any, bool]:
-    """``(searcher, index, guarded)``: a plain index is wrapped in ``GuardedRecall``
-    when that module is there (deadline, circuit breaker)."""
-    if type(recall).__name__.endswith("GuardedRecall"):
-        for name in ("index", "inner", "_index"):
-            inner = getattr(recall, name, None)
-            if callable(getattr(inner, "facts", None)):
-                return recall, inner, True
-        return recall, recall, True
-    try:
-        guarded = importlib.import_module("convomem.recall.guarded")
-    except ImportError:
-        return recall, recall, False
-    name = "AsyncGuardedRecall" if _is_async(recall) else "GuardedRecall"
-    cls = getattr(guarded, name, None)
-    return (recall, recall, False) if cls is None else (cls(recall), recall, True)
+    """``(searcher, index, guarded)``: a plain index is wrapped in a ``GuardedRecall``
+    (deadline, circuit breaker), one per index, so the memories sharing an index share
+    its guard: one breaker per backend, and no worker threads per memory."""
+    if isinstance(recall, GuardedRecall | AsyncGuardedRecall):
+        return recall, recall.index, True
+    guard = getattr(recall, _GUARD, None)
+    if guard is None:
+        guard = AsyncGuardedRecall(recall) if _is_async(recall) else GuardedRecall(recall)
+        with contextlib.suppress(AttributeError, TypeError):  # a slotted index: one each
+            setattr(recall, _GUARD, guard)
+    return guard, recall, True
 
 
 def _is_async(index: Any) -> bool:

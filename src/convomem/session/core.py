@@ -296,6 +296,11 @@ class SessionCore(Durable, TieredCore):
                 "not pickled; the store keeps it: open ConversationMemory(store="
                 "db.session(session_id, ...)) where it is needed and it resumes exactly"
             )
+        if self._tiers is not None:
+            raise ConfigError(
+                "a ConversationMemory with recall=, extractor= or drift= is not pickled (an "
+                "index, an embedder); open it over a durable session where it is needed"
+            )
         with self._tlock:
             state = self.__dict__.copy()
         del state["_tlock"], state["_alock"]

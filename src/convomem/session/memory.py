@@ -40,6 +40,7 @@ from .. import _check
 from .._io import LoopLock
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
+from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
 from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
 from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
@@ -52,9 +53,9 @@ from ._ops import (
     half_extractive,
     running_summary,
 )
-from ._tiered import make_tiers, tier_stats
+from ._tiered import make_tiers
 from .core import SessionCore
-from .stats import MemoryStats
+from .stats import MemoryStats, snapshot
 from .view import SessionView
 
 __all__ = ["COMPRESSED_KEY", "ConversationMemory", "MemoryStats"]
@@ -102,6 +103,22 @@ class ConversationMemory(SessionCore):
       log stores the scored message).
     - ``background``: in the async methods, commit a fallback summary at once and
       replace it when the summarizer's arrives (``await wait()`` awaits it).
+    - ``recall``: a ``RecallIndex`` (``AsyncRecallIndex`` for the async methods), used
+      through a ``GuardedRecall`` (one per index; pass your own to set its deadline and
+      breaker). Needs a store scoped to a user (``db.session(id, user_id=...)``): what
+      the view evicts and each summary segment are indexed for that user in the
+      background (``flush()`` / ``await wait()``), and ``context()`` recalls the
+      ``recall_k`` best snippets for its query. The user's long-term facts are read from
+      and saved to the index's facts table (``recall.facts(user_id)``: current values,
+      and ``history(attr)`` for "what was my old address?").
+    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``);
+      alone, without ``recall``, the facts are kept by this memory only.
+    - ``drift``: a ``DriftDetector`` checking each user message; ``new_segment`` starts
+      a summary segment there, ``widen_recall`` doubles ``recall_k`` for the next
+      context. Its state is kept with a durable session's.
+    - ``shares``: a ``ContextBudget`` whose ``facts`` / ``recall`` shares (default 10% /
+      15% of what may be sent) the tiers take; what the facts leave unused goes to the
+      history.
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
@@ -133,7 +150,7 @@ class ConversationMemory(SessionCore):
         facts: bool = True,
         scorer: Callable[[Message], int] | None = None,
         background: bool = False,
-        recall: Any = None,
+        recall: RecallIndex | AsyncRecallIndex | GuardedRecall | AsyncGuardedRecall | None = None,
         recall_k: int = 5,
         extractor: Extractor | None = None,
         drift: DriftDetector | None = None,
@@ -255,34 +272,9 @@ class ConversationMemory(SessionCore):
         return self._tok
 
     def stats(self) -> MemoryStats:
-        """Counters and the state of the view now."""
+        """Counters and the state of the view now (and of the tiers, when on)."""
         with self._tlock:
-            v = self._view()
-            rs = self._rs
-            st = rs.stats
-            current = rs.current()
-            return MemoryStats(
-                context_tokens=v.tokens,
-                context_messages=len(v.messages),
-                log_messages=self._count if self._durable else len(self._ids),
-                view_messages=len(self._view_engine.log),
-                summarized_messages=len(rs.covered_ids),
-                compactions=self._compactions,
-                compaction_failures=self._failures,
-                compressions=self._compressions,
-                summarizer_calls=st.summarizer_calls,
-                summarizer_input_tokens=st.input_tokens,
-                summary_tokens=0 if current is None else (current.tokens or 0),
-                degraded=current is not None and current.degraded,
-                compaction_pending=self._pending_retry,
-                omitted=v.omitted,
-                prefix_kept=self._prefix_kept,
-                prefix_breaks=self._prefix_breaks,
-                fits=v.fits,
-                waiting=v.waiting,
-                reids=self._reids,
-                **tier_stats(self._tiers, self._emergencies),
-            )
+            return snapshot(self)
 
     def __repr__(self) -> str:
         return (
@@ -345,15 +337,10 @@ class ConversationMemory(SessionCore):
         no summarizer call. A tool call still awaiting its result is left out until the
         result arrives (pinned messages that arrived meanwhile are sent).
 
-        With ``recall=`` (or ``extractor=``) the context is ``[system] [current facts and
-        recalled snippets, one system message] [summary] [recent]``: ``query`` (default:
-        the newest user message) is searched among what left the view, in this and the
-        user's other sessions; snippets already in the view are left out. The tiers
-        take their shares (``shares``); when even after the compaction they would not
-        fit, an emergency compaction folds the rest of the evictable history (a
-        summarizer call) and what still does not fit is cut, snippets first
-        (``stats().emergency_compactions``). A failed or slow recall answers without it
-        (``stats().recall["status"]``).
+        With ``recall=`` (or ``extractor=``): ``[system] [facts and recalled snippets,
+        one system message] [summary] [recent]``; ``query`` (default: the newest user
+        message) is searched among what left the view in the user's sessions. Tiers that
+        do not fit trigger an emergency compaction (see ``session._tiered``).
         """
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self._run(
             self._context_gen(format, query)

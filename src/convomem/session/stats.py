@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._tiered import tier_stats
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryStats:
@@ -67,3 +69,33 @@ class MemoryStats:
     was folded and what still did not fit was cut (snippets, then facts)."""
     tier_error: str | None = None
     """The last error of a tier (extraction, drift check, facts save, search)."""
+
+
+def snapshot(mem: Any) -> MemoryStats:
+    """The stats of a ``ConversationMemory`` now (its lock held by the caller)."""
+    v = mem._view()
+    rs = mem._rs
+    st = rs.stats
+    current = rs.current()
+    return MemoryStats(
+        context_tokens=v.tokens,
+        context_messages=len(v.messages),
+        log_messages=mem._count if mem._durable else len(mem._ids),
+        view_messages=len(mem._view_engine.log),
+        summarized_messages=len(rs.covered_ids),
+        compactions=mem._compactions,
+        compaction_failures=mem._failures,
+        compressions=mem._compressions,
+        summarizer_calls=st.summarizer_calls,
+        summarizer_input_tokens=st.input_tokens,
+        summary_tokens=0 if current is None else (current.tokens or 0),
+        degraded=current is not None and current.degraded,
+        compaction_pending=mem._pending_retry,
+        omitted=v.omitted,
+        prefix_kept=mem._prefix_kept,
+        prefix_breaks=mem._prefix_breaks,
+        fits=v.fits,
+        waiting=v.waiting,
+        reids=mem._reids,
+        **tier_stats(mem._tiers, mem._emergencies),
+    )

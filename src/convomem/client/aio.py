@@ -1,0 +1,277 @@
+"""``AsyncClient``: the memory service over HTTP, in an event loop (httpx); the twin of
+``Client`` with the same operations (``_ops``), awaited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from .._io import adrive
+from .._sse import EventParser
+from ..model import Message
+from . import _ops
+from ._chat import ChatReply, stream_error
+from ._common import ClientConfig, import_httpx, transport_error
+from ._wire import Request, Response, Sleep, path
+
+__all__ = ["AsyncChatStream", "AsyncClient"]
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """The async twin of ``convomem.client.Client``: the same methods, as coroutines
+    (``iter_sessions`` / ``iter_messages`` are async iterators, ``chat`` returns an
+    async iterable of deltas); see ``Client`` for the options and the errors."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8080",
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 2,
+        transport: Any = None,
+        http: Any = None,
+    ) -> None:
+        httpx = self._httpx = import_httpx()
+        self._config = ClientConfig.make(base_url, api_key, timeout, retries)
+        self._own = http is None
+        self._http = http or httpx.AsyncClient(
+            base_url=self._config.base_url, timeout=timeout, transport=transport
+        )
+
+    # -- I/O: the only part the async twin writes differently ------------------------
+
+    async def _perform(self, step: Request | Sleep) -> Response | None:
+        if isinstance(step, Sleep):
+            await asyncio.sleep(step.seconds)
+            return None
+        try:
+            r = await self._http.request(
+                step.method,
+                step.path,
+                params=dict(step.params),
+                json=step.json,
+                headers=self._config.headers(step.headers),
+            )
+        except self._httpx.TransportError as e:
+            raise transport_error(e, step) from e
+        return Response(r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.content)
+
+    async def _run(self, op: _ops.Op[T]) -> T:
+        return await adrive(op, self._perform)
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        user_id: str,
+        *,
+        id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        ttl_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """``POST /v1/sessions``: the new (or, for a known ``id``, existing) session."""
+        r = self._config.retries
+        return await self._run(_ops.create_session(user_id, id, metadata, ttl_seconds, r))
+
+    async def session(self, session_id: str) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}`` (``NotFound`` when this tenant has no such session)."""
+        return await self._run(_ops.get(path("sessions", session_id), self._config.retries))
+
+    async def list_sessions(
+        self, user_id: str | None = None, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of ``GET /v1/sessions``: the sessions and the next cursor (or None)."""
+        return await self._run(_ops.sessions_page(user_id, cursor, limit, self._config.retries))
+
+    async def iter_sessions(
+        self, user_id: str | None = None, *, page_size: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every session (of ``user_id``), page after page, as they are needed."""
+        cursor: str | None = None
+        while True:
+            items, cursor = await self.list_sessions(user_id, cursor=cursor, limit=page_size)
+            for item in items:
+                yield item
+            if cursor is None:
+                return
+
+    async def delete_session(self, session_id: str) -> Any:
+        """``DELETE /v1/sessions/{id}``."""
+        return await self._run(_ops.delete(path("sessions", session_id), self._config.retries))
+
+    # -- messages ----------------------------------------------------------------------
+
+    async def append(
+        self,
+        session_id: str,
+        messages: Iterable[Mapping[str, Any] | Message],
+        *,
+        format: str | None = None,
+        if_match: int | None = None,
+        idempotency_key: str | None = None,
+        retry_conflicts: int = 0,
+    ) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/messages`` with OpenAI dicts (``format="anthropic"``:
+        Anthropic's), or ``Message`` objects. ``if_match`` is the seq this writer saw: a
+        session that moved gives ``SessionMoved`` (409), or, with ``retry_conflicts=n``,
+        is re-read and the append sent again up to n times."""
+        dicts, fmt = _ops.message_dicts(messages, format)
+        op = _ops.append(
+            session_id,
+            dicts,
+            format=fmt,
+            if_match=if_match,
+            idempotency_key=idempotency_key,
+            retry_conflicts=self._config.count("retry_conflicts", retry_conflicts),
+            retries=self._config.retries,
+        )
+        return await self._run(op)
+
+    async def messages(
+        self, session_id: str, *, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of ``GET /v1/sessions/{id}/messages``: messages and the next cursor."""
+        return await self._run(_ops.messages_page(session_id, cursor, limit, self._config.retries))
+
+    async def iter_messages(
+        self, session_id: str, *, page_size: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The session's whole log, oldest first, one page in memory at a time."""
+        cursor: str | None = None
+        while True:
+            items, cursor = await self.messages(session_id, cursor=cursor, limit=page_size)
+            for item in items:
+                yield item
+            if cursor is None:
+                return
+
+    async def context(
+        self,
+        session_id: str,
+        *,
+        budget: int | None = None,
+        format: str = "openai",
+        query: str | None = None,
+    ) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/context``: the assembled context and its accounting."""
+        op = _ops.context(session_id, budget, format, query, self._config.retries)
+        return await self._run(op)
+
+    # -- users and recall --------------------------------------------------------------
+
+    async def search(
+        self, user_id: str, query: str, k: int = 10, *, kinds: list[str] | None = None
+    ) -> dict[str, Any]:
+        """``POST /v1/recall/search``: ``{"hits": [...]}`` of the user's sessions
+        (``kinds``: ``"message"``, ``"summary"``, ``"fact"``...)."""
+        op = _ops.search(user_id, query, k, kinds, self._config.retries)
+        return await self._run(op)
+
+    async def facts(self, user_id: str) -> dict[str, Any]:
+        """``GET /v1/users/{id}/facts``: current facts and their history."""
+        return await self._run(_ops.get(path("users", user_id, "facts"), self._config.retries))
+
+    async def erase_user(self, user_id: str) -> Any:
+        """``DELETE /v1/users/{id}``: the user's sessions, summaries, facts and vectors."""
+        return await self._run(_ops.delete(path("users", user_id), self._config.retries))
+
+    # -- chat --------------------------------------------------------------------------
+
+    def chat(
+        self,
+        session_id: str,
+        content: str | None = None,
+        *,
+        message: Mapping[str, Any] | Message | None = None,
+        budget: int | None = None,
+        query: str | None = None,
+    ) -> AsyncChatStream:
+        """``POST /v1/sessions/{id}/chat``: iterate the result for the reply's deltas
+        (text pieces) as the model writes them; then ``.text``, ``.message_id`` and
+        ``.usage`` describe the stored reply. An upstream failure raises
+        ``ServiceUnavailable`` (nothing of the reply was stored)."""
+        return AsyncChatStream(self, _ops.chat_request(session_id, content, message, budget, query))
+
+    # -- operations --------------------------------------------------------------------
+
+    async def health(self) -> dict[str, Any]:
+        """``GET /healthz``."""
+        return await self._run(_ops.get("/healthz", self._config.retries))
+
+    async def ready(self) -> dict[str, Any]:
+        """``GET /readyz`` (``ServiceUnavailable`` when a store is unreachable)."""
+        return await self._run(_ops.get("/readyz", 0))
+
+    async def metrics(self) -> str:
+        """``GET /metrics``: the Prometheus text."""
+        return await self._run(_ops.get_text("/metrics", self._config.retries))
+
+    async def aclose(self) -> None:
+        """Close the connection pool (not an ``http`` client that was passed in)."""
+        if self._own:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class AsyncChatStream:
+    """One chat turn's reply: ``async for`` it (once) for the deltas."""
+
+    def __init__(self, client: AsyncClient, request: Request) -> None:
+        self._client = client
+        self._request = request
+        self.reply = ChatReply()
+
+    @property
+    def text(self) -> str:
+        """The reply's text (whole once iterated)."""
+        return self.reply.text
+
+    @property
+    def message_id(self) -> str | None:
+        """The stored assistant message's id."""
+        return self.reply.message_id
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """The turn's token usage."""
+        return self.reply.usage
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        c = self._client
+        step = self._request
+        try:
+            cm = c._http.stream(
+                step.method, step.path, json=step.json, headers=c._config.headers(step.headers)
+            )
+            response = await cm.__aenter__()
+        except c._httpx.TransportError as e:
+            raise transport_error(e, step) from e
+        try:
+            if response.status_code >= 300:
+                await response.aread()
+                headers = {k.lower(): v for k, v in response.headers.items()}
+                raise stream_error(response.status_code, headers, response.content)
+            parser = EventParser()
+            try:
+                async for chunk in response.aiter_text():
+                    for event in parser.feed(chunk):
+                        delta = self.reply.on_event(event)
+                        if delta is not None:
+                            yield delta
+            except c._httpx.TransportError as e:
+                raise transport_error(e, step) from e
+            self.reply.finish()
+        finally:
+            await cm.__aexit__(None, None, None)

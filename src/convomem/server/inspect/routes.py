@@ -1,0 +1,243 @@
+"""The inspector's routes: ``/inspect`` (a user's sessions), ``/inspect/{session}`` (the
+page), ``/inspect/{session}/data`` (its sections as JSON, for the live update) and
+``/inspect/login``.
+
+Auth is the API's: the same keys, scoped to the key's tenant (another tenant's session is
+the same 404 as a missing one). A browser cannot send an ``Authorization`` header when
+following a link, so the inspector also takes the key from its cookie
+(``convomem_key``: HttpOnly, SameSite=Strict, path ``/inspect``), set by the login form
+or by opening any inspector URL once with ``?key=<key>`` (the response stores it and
+redirects to the URL without it, so the key does not stay in the address bar or the
+history). Pages answer a missing or wrong key with the login form (401); the data
+route with the API's 401 problem.
+
+Each request opens the session's memory from the store as the API does (no state kept
+between requests) and explains it with ``session.timeline.atimeline`` over the newest
+``limit`` messages; the data route first compares the session's version (its newest
+seq, state version and message count) with the page's, and renders nothing when they
+are equal.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Annotated, Final
+from urllib.parse import parse_qs, quote, urlencode
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from ...session.timeline import Timeline, atimeline
+from ...stores.database import SessionInfo
+from ..deps import ApiKey, Services, get_services, open_memory, require_key, session_info
+from ..problems import Problem
+from .page import login_page, session_page, sessions_page
+from .render import sections
+
+__all__ = ["COOKIE", "router"]
+
+COOKIE: Final = "convomem_key"
+BASE: Final = "/inspect"
+DEFAULT_LIMIT: Final = 200
+MAX_LIMIT: Final = 2000
+
+router = APIRouter(prefix=BASE, tags=["inspector"], include_in_schema=False)
+
+
+# -- auth ------------------------------------------------------------------------------
+
+
+async def inspect_key(request: Request) -> ApiKey:
+    """The caller's key: the ``Authorization`` header, else the inspector's cookie; the
+    API's checks (known, not revoked, rate limit) apply either way."""
+    if "authorization" not in request.headers:
+        token = request.cookies.get(COOKIE)
+        if token:
+            try:
+                header = f"Bearer {token}".encode("latin-1")
+            except UnicodeEncodeError:
+                header = b"Bearer -"
+            scope = dict(request.scope)
+            scope["headers"] = [*request.scope["headers"], (b"authorization", header)]
+            request = Request(scope, request.receive)
+    return await require_key(request)
+
+
+def _html(text: str, status: int = 200, nonce: str | None = None) -> HTMLResponse:
+    script = f"'nonce-{nonce}'" if nonce else "'none'"
+    csp = (
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src {script}; "
+        "connect-src 'self'; img-src 'self' data:; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
+    headers = {
+        "Content-Security-Policy": csp,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+    return HTMLResponse(text, status_code=status, headers=headers)
+
+
+def _login(request: Request, error: str | None, status: int = 401) -> HTMLResponse:
+    return _html(login_page(f"{BASE}/login", _local(str(request.url.path)), error), status)
+
+
+def _local(url: str) -> str:
+    """``url`` if it is a path of the inspector, else the inspector's root (no open
+    redirect through ``next``)."""
+    if url.startswith(BASE) and not url.startswith("//") and "\\" not in url:
+        return url
+    return BASE
+
+
+def _set_cookie(response: Response, request: Request, key: str) -> None:
+    response.set_cookie(
+        COOKIE,
+        key,
+        path=BASE,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+async def _page_key(request: Request) -> ApiKey | Response:
+    """For the HTML routes: the key, a redirect storing ``?key=``, or the login form."""
+    given = request.query_params.get("key")
+    if given is not None:
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "key"]
+        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+        response: Response = RedirectResponse(_local(target), status_code=303)
+        _set_cookie(response, request, given)
+        return response
+    try:
+        return await inspect_key(request)
+    except Problem as exc:
+        if exc.status != 401:
+            raise
+        return _login(request, "A valid API key is required." if _has_key(request) else None)
+
+
+def _has_key(request: Request) -> bool:
+    return "authorization" in request.headers or COOKIE in request.cookies
+
+
+@router.get("/login")
+async def login_form(request: Request, next: str = BASE) -> Response:
+    """The login form."""
+    return _html(login_page(f"{BASE}/login", _local(next)))
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Check the key, store it in the cookie and go to ``next``."""
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    key = (form.get("key") or [""])[0].strip()
+    target = _local((form.get("next") or [BASE])[0])
+    services = await get_services(request)
+    if not key or await services.keys.verify(key) is None:
+        return _html(login_page(f"{BASE}/login", target, "This key is not valid."), 401)
+    response = RedirectResponse(target, status_code=303)
+    _set_cookie(response, request, key)
+    return response
+
+
+# -- pages -----------------------------------------------------------------------------
+
+
+@router.get("")
+async def sessions_of_user(
+    request: Request,
+    user_id: str | None = Query(None, min_length=1, max_length=256),
+    cursor: str | None = Query(None, max_length=1024),
+) -> Response:
+    """The sessions of ``user_id`` in the key's tenant."""
+    key = await _page_key(request)
+    if isinstance(key, Response):
+        return key
+    if user_id is None:
+        return _html(sessions_page(None, [], None, BASE))
+    services = await get_services(request)
+    infos, more = await services.db.sessions(
+        user_id=user_id, tenant=key.tenant, cursor=cursor, limit=50
+    )
+    return _html(sessions_page(user_id, infos, more, BASE))
+
+
+def _version(info: SessionInfo) -> str:
+    return f"{info.last_seq}.{info.state_version}.{info.message_count}"
+
+
+def _price(services: Services) -> Mapping[str, float] | None:
+    part = services.settings.extra.get("inspect")
+    price = part.get("price") if isinstance(part, Mapping) else None
+    return price if isinstance(price, Mapping) else None
+
+
+async def _explain(services: Services, key: ApiKey, info: SessionInfo, limit: int) -> Timeline:
+    """The session's timeline, over the memory the API uses (its tiers included: the
+    context it takes is the one ``/context`` would send, recall's answer with it)."""
+    memory = open_memory(services, key, info)
+    return await atimeline(memory, limit=limit, price=_price(services))
+
+
+def _data_url(session_id: str, limit: int) -> str:
+    q = "" if limit == DEFAULT_LIMIT else f"?limit={limit}"
+    return f"{BASE}/{quote(session_id, safe='')}/data{q}"
+
+
+@router.get("/{session_id}")
+async def session_view(
+    request: Request,
+    session_id: str,
+    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT),
+    interval: int = Query(1000, ge=200, le=60_000),
+) -> Response:
+    """The inspector page of one session."""
+    key = await _page_key(request)
+    if isinstance(key, Response):
+        return key
+    services = await get_services(request)
+    info = await session_info(services, key, session_id)
+    t = await _explain(services, key, info, limit)
+    nonce = secrets.token_urlsafe(16)
+    back = None
+    if info.user_id is not None:
+        back = f"{BASE}?{urlencode({'user_id': info.user_id})}"
+    html = session_page(
+        session_id,
+        info,
+        sections(t),
+        data_url=_data_url(session_id, limit),
+        version=_version(info),
+        nonce=nonce,
+        interval_ms=interval,
+        back_url=back,
+    )
+    return _html(html, nonce=nonce)
+
+
+@router.get("/{session_id}/data")
+async def session_data(
+    session_id: str,
+    key: Annotated[ApiKey, Depends(inspect_key)],
+    services: Annotated[Services, Depends(get_services)],
+    since: str | None = Query(None, max_length=100),
+    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT),
+) -> Response:
+    """The page's sections and the timeline as JSON; ``{"changed": false}`` when the
+    session's version is still ``since``."""
+    info = await session_info(services, key, session_id)
+    version = _version(info)
+    if since == version:
+        return JSONResponse({"changed": False, "version": version})
+    t = await _explain(services, key, info, limit)
+    body = {
+        "changed": True,
+        "version": version,
+        "sections": sections(t),
+        "timeline": t.to_dict(),
+    }
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
