@@ -10,8 +10,8 @@ of its clients. Then: 0 responses 5xx, 0 messages lost, 0 duplicated, every log'
 gapless (1..n), each client's messages in its own order, every context valid (tool pairs
 intact, within budget, in log order).
 
-``CONVOMEM_REPLICA_APPENDS`` is the appends per client: 10 by default (about 50 s at load
-15 on 2 cores); the issue's full size is 200 (bench/README.md has its figures).
+``CONVOMEM_REPLICA_APPENDS`` is the appends per client: 10 by default (9 s on 2 quiet
+cores, 64 s at load 15); the issue's full size is 200 (bench/README.md has its figures).
 """
 
 from __future__ import annotations
