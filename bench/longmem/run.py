@@ -126,7 +126,12 @@ def _through_memory(db: Any, index: RecallIndex, uid: str, sid: str, msgs: list[
 
 
 def run_set(
-    data: dict[str, Any], embedder: Any, workdir: str, neighbours: int | None, ingest: str
+    data: dict[str, Any],
+    embedder: Any,
+    workdir: str,
+    neighbours: int | None,
+    ingest: str,
+    vector_weight: float | None = None,
 ) -> dict[str, Any]:
     """Ingest one set, ask every question; per-question records and timings.
 
@@ -135,7 +140,7 @@ def run_set(
     session appended to the store and indexed as it is."""
     path = Path(workdir) / f"longmem-{data['set']}.db"
     db = open_store(f"sqlite:///{path}")
-    index = RecallIndex(db, embedder=embedder)
+    index = RecallIndex(db, embedder=embedder, vector_weight=vector_weight)
     owner_session: dict[str, str] = {}
     owner_message: dict[str, str] = {}
     history: dict[str, list[Message]] = {}
@@ -353,6 +358,15 @@ def main(argv: list[str] | None = None) -> None:
         help="memory: sessions through ConversationMemory(recall=) (default when it takes "
         "recall=); direct: store.append + index.add",
     )
+    p.add_argument(
+        "--vector-weight",
+        type=float,
+        default=None,
+        help="RecallIndex(vector_weight=W) (default: the embedder's fusion_weight)",
+    )
+    p.add_argument(
+        "--sets", default="dev,heldout", help="which sets, comma-separated (tune on dev only)"
+    )
     p.add_argument("--misses", action="store_true")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args(argv)
@@ -362,13 +376,14 @@ def main(argv: list[str] | None = None) -> None:
         f"longmem: seed {a.seed}, {a.users} users per set, embedder {a.embedder}, k={K}, "
         f"budget {BUDGET}, ingest {ingest}"
         + ("" if a.neighbours is None else f", neighbours={a.neighbours}")
+        + ("" if a.vector_weight is None else f", vector_weight={a.vector_weight}")
     )
     thresholds = None
     summary = {}
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
-        for name in ("dev", "heldout"):
+        for name in a.sets.split(","):
             data = generate(a.seed, a.users, name)
-            result = run_set(data, make(), d, a.neighbours, ingest)
+            result = run_set(data, make(), d, a.neighbours, ingest, a.vector_weight)
             s = score(result, thresholds)
             if name == "dev":
                 thresholds = s["thresholds"]
@@ -376,7 +391,7 @@ def main(argv: list[str] | None = None) -> None:
             if a.misses:
                 misses(result, "hybrid")
             summary[name] = s
-    if not summary["dev"]["hybrid"].get("qa_context"):
+    if not next(iter(summary.values()))["hybrid"].get("qa_context"):
         print("\nqa-context (hybrid): not measured: ConversationMemory takes no recall= yet")
     if a.json:
         a.json.write_text(json.dumps(summary, indent=1, default=str) + "\n")

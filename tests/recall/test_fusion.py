@@ -9,12 +9,20 @@ import os
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
-from convomem.recall.fusion import fuse, query_terms, tie_ranks
+from convomem.recall.fusion import (
+    VECTOR_WEIGHT,
+    fuse,
+    query_terms,
+    tie_ranks,
+    vector_weight_of,
+)
 
 EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "40"))
 WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "paris", "train", "cafe"]
@@ -47,7 +55,9 @@ def unit32(v: Any) -> Any:
     return (a / norm if norm else a).astype(np.float32)
 
 
-def brute_rrf(lexical: dict[int, float], vector: dict[int, float], rrf_k: int) -> dict[int, float]:
+def brute_rrf(
+    lexical: dict[int, float], vector: dict[int, float], rrf_k: int, weight: float = 1.0
+) -> dict[int, float]:
     def ranks(scores: dict[int, float], rel: bool, tol: float) -> dict[int, int]:
         out = {}
         for key, s in scores.items():
@@ -58,7 +68,7 @@ def brute_rrf(lexical: dict[int, float], vector: dict[int, float], rrf_k: int) -
     lr, vr = ranks(lexical, True, 1e-9), ranks(vector, False, 1e-6)
     return {
         key: (1 / (rrf_k + lr[key]) if key in lr else 0.0)
-        + (1 / (rrf_k + vr[key]) if key in vr else 0.0)
+        + (weight / (rrf_k + vr[key]) if key in vr else 0.0)
         for key in {*lexical, *vector}
     }
 
@@ -70,12 +80,15 @@ def brute_rrf(lexical: dict[int, float], vector: dict[int, float], rrf_k: int) -
     query=texts,
     k=st.integers(1, 12),
     rrf_k=st.integers(0, 80),
+    weight=st.sampled_from([None, 0.0, 0.25, 1.0, 3.0]),
 )
 def test_hybrid_ranking_matches_the_brute_force_oracle(
-    mine: list[str], theirs: list[str], query: str, k: int, rrf_k: int
+    mine: list[str], theirs: list[str], query: str, k: int, rrf_k: int, weight: float | None
 ) -> None:
+    """Weighted RRF; ``weight=None``: the embedder's declared ``fusion_weight``."""
     emb = HashingEmbedder(dim=48)
-    with RecallIndex("sqlite://", embedder=emb, candidates=64, rrf_k=rrf_k) as idx:
+    opts = {"candidates": 64, "rrf_k": rrf_k, "vector_weight": weight}
+    with RecallIndex("sqlite://", embedder=emb, **opts) as idx:
         idx.add(
             [Message(f"o{i}", "user", content=t) for i, t in enumerate(theirs)],
             user_id="other",
@@ -96,7 +109,7 @@ def test_hybrid_ranking_matches_the_brute_force_oracle(
         for i, t in enumerate(mine)
     }
     vector = {i: c for i, c in cos.items() if c > 1e-6}
-    fused = brute_rrf(lexical, vector, rrf_k)
+    fused = brute_rrf(lexical, vector, rrf_k, emb.fusion_weight if weight is None else weight)
     expected = sorted(fused, key=lambda i: (-fused[i], -rid[i]))[:k]
     assert [h.message_id for h in hits] == [f"m{i}" for i in expected]
     for h, i in zip(hits, expected, strict=True):
@@ -117,6 +130,23 @@ def test_tie_ranks_share_a_rank_and_skip_after() -> None:
     }
     fused = fuse([("a", 2.0)], [("a", 0.5), ("b", 0.9)], rrf_k=0)
     assert fused == {"a": (1.0 + 0.5, 2.0, 0.5), "b": (1.0, None, 0.9)}
+    fused = fuse([("a", 2.0)], [("a", 0.5), ("b", 0.9)], rrf_k=0, vector_weight=0.5)
+    assert fused == {"a": (1.0 + 0.25, 2.0, 0.5), "b": (0.5, None, 0.9)}
+
+
+def test_the_vector_weight_is_the_embedders_unless_given() -> None:
+    class Declares:
+        fusion_weight = 2.5
+
+    assert vector_weight_of(object()) == VECTOR_WEIGHT
+    assert vector_weight_of(Declares()) == 2.5
+    assert vector_weight_of(Declares(), 0) == 0.0
+    assert vector_weight_of(HashingEmbedder()) < 1.0  # weak cosines: BM25 leads
+    for bad in (-1, float("nan"), float("inf"), "1", True):
+        with pytest.raises(ConfigError, match="vector_weight="):
+            vector_weight_of(Declares(), bad)
+        with pytest.raises(ConfigError, match="vector_weight="):
+            RecallIndex("sqlite://", vector_weight=bad)  # type: ignore[arg-type]
 
 
 def test_query_terms_split_like_fts5_unicode61() -> None:

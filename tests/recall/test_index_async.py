@@ -26,6 +26,7 @@ class AsyncCounting:
     def __init__(self) -> None:
         self.inner = HashingEmbedder(dim=64)
         self.texts: list[str] = []
+        self.fusion_weight = self.inner.fusion_weight  # it is the hashing embedder
 
     async def aembed_batch(self, texts: list[str]) -> list[list[float]]:
         self.texts += texts

@@ -69,7 +69,7 @@ def oracle(
         ((i, c) for i, c in cos.items() if c > 1e-6 and ok[i]), key=lambda p: (-p[1], -p[0])
     )
     n = max(n, k)  # candidates of each list: never fewer than k
-    fused = fuse(lexical[:n], vector[:n])
+    fused = fuse(lexical[:n], vector[:n], vector_weight=emb.fusion_weight)
     top = sorted(fused, key=lambda i: (-fused[i][0], -i))[:k]
     return [(i, *fused[i]) for i in top]
 

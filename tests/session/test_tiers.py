@@ -424,3 +424,41 @@ def test_async_twin() -> None:
             await db.aclose()
 
     asyncio.run(main())
+
+
+def test_a_hits_neighbouring_turns_reach_the_context_once() -> None:
+    """The turn that matched is often the question; the answer is the reply next to it.
+    Two hits sharing a neighbour show it once; an index whose search takes no
+    ``neighbours=`` still recalls (hits alone)."""
+    old = [
+        Message("q1", "user", content="zqneedle what colour was the umbrella?"),
+        Message("a1", "assistant", content="It was violet, with a bent handle."),
+        Message("q2", "user", content="zqneedle and the coat?"),
+        Message("x", "assistant", content="unrelated filler about the weather"),
+        Message("y", "user", content="far away talk of harbours"),
+    ]
+    with open_store("sqlite://") as db, RecallIndex(db) as idx:
+        idx.add(old, user_id="ana", session_id="old", seqs=[1, 2, 3, 4, 5])
+        mem = memory(db, "new", "ana", idx, 3000, recall_k=2)
+        mem.add_message(Message("n1", "user", content="hello again"))
+        ctx = mem.context("messages", query="zqneedle")
+        tiers = "\n".join(m.text() for m in ctx if m.role == "system")
+        assert "violet" in tiers and tiers.count("bent handle") == 1
+        assert tiers.count("weather") == 1 and "harbours" not in tiers  # q2's, and no one's
+        shown = [h["message_id"] for h in mem.stats().recall["hits"] if h["shown"]]  # type: ignore[index]
+        assert sorted(shown) == ["q1", "q2"]
+
+        class Plain:
+            def __init__(self) -> None:
+                self.index = idx
+
+            def search(self, query: str, *, user_id: str, tenant: Any = None, k: int = 10) -> Any:
+                return self.index.search(query, user_id=user_id, tenant=tenant, k=k)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.index, name)
+
+        plain = memory(db, "new2", "ana", Plain(), 3000, recall_k=2)
+        ctx = plain.context("messages", query="zqneedle")
+        tiers = "\n".join(m.text() for m in ctx if m.role == "system")
+        assert "zqneedle" in tiers and "violet" not in tiers

@@ -193,6 +193,7 @@ def search_gen(
     candidates: int,
     rrf_k: int,
     neighbours: int = 0,
+    vector_weight: float = 1.0,
 ) -> Gen:
     """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``)."""
     if not isinstance(query, str):
@@ -209,7 +210,7 @@ def search_gen(
     def op() -> Generator[Any, Any, Any]:
         lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
         vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
-        fused = fuse(lexical, vector, rrf_k=rrf_k)
+        fused = fuse(lexical, vector, rrf_k=rrf_k, vector_weight=vector_weight)
         top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:k]
         rows = yield from backend.rows(scope, top)
         found = [(rows[rid], fused[rid]) for rid in top if rid in rows]

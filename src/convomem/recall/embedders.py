@@ -89,7 +89,12 @@ class HashingEmbedder:
     ``embed_batch`` hashes a whole batch in a few vectorized passes when numpy is
     installed (``backend="auto"``); ``backend="python"`` forces the pure-Python path,
     which memoizes n-gram hashes. Both give bit-identical vectors.
+
+    ``fusion_weight``: its cosines weigh a quarter of BM25's ranks in the hybrid fusion
+    (n-gram overlap is weak evidence; chosen on the LongMem dev set, see bench/README.md).
     """
+
+    fusion_weight: float = 0.25
 
     def __init__(
         self,

@@ -2,9 +2,12 @@
 
 Every backend hands its lexical (BM25-like) and vector (cosine) candidates to
 ``fuse``, so the final ranking is defined once, here, and is the same on every backend:
-``score(d) = sum over lists of 1 / (rrf_k + rank(d))``. Ranks are tie-aware (competition
-ranking, "1224"): items whose scores differ by less than the list's tolerance share a
-rank, so the order in which a database returns equal scores cannot change the result.
+``score(d) = sum over lists of weight / (rrf_k + rank(d))`` (weighted RRF: the vector
+list's weight is what the embedder declares, ``fusion_weight``; a feature-hashing
+embedder's cosines are weak evidence next to BM25, a trained model's strong). Ranks are
+tie-aware (competition ranking, "1224"): items whose scores differ by less than the list's
+tolerance share a rank, so the order in which a database returns equal scores cannot
+change the result.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ K = TypeVar("K", bound=Hashable)
 
 RRF_K: Final = 60
 """The constant of reciprocal rank fusion (Cormack et al., 2009)."""
+VECTOR_WEIGHT: Final = 1.0
+"""The vector list's weight (the lexical list's is 1) for an embedder that declares none."""
 
 LEXICAL_TOLERANCE: Final = 1e-9
 """Relative tolerance under which two BM25 scores count as equal."""
@@ -58,9 +63,11 @@ def fuse(
     vector: Sequence[tuple[K, float]],
     *,
     rrf_k: int = RRF_K,
+    lexical_weight: float = 1.0,
+    vector_weight: float = 1.0,
 ) -> dict[K, tuple[float, float | None, float | None]]:
-    """Reciprocal rank fusion of a lexical and a vector candidate list (higher scores are
-    better in both): ``{key: (fused, lexical score or None, cosine or None)}``."""
+    """Weighted reciprocal rank fusion of a lexical and a vector candidate list (higher
+    scores are better in both): ``{key: (fused, lexical score or None, cosine or None)}``."""
     lex = dict(lexical)
     vec = dict(vector)
     out: dict[K, tuple[float, float | None, float | None]] = {}
@@ -70,8 +77,23 @@ def fuse(
         score = 0.0
         lr, vr = lranks.get(key), vranks.get(key)
         if lr is not None:
-            score += 1.0 / (rrf_k + lr)
+            score += lexical_weight / (rrf_k + lr)
         if vr is not None:
-            score += 1.0 / (rrf_k + vr)
+            score += vector_weight / (rrf_k + vr)
         out[key] = (score, lex.get(key), vec.get(key))
+    return out
+
+
+def vector_weight_of(embedder: object, override: object = None) -> float:
+    """The vector list's weight: ``override`` when given, else the embedder's declared
+    ``fusion_weight``, else ``VECTOR_WEIGHT``. A number >= 0 (0: vectors only break
+    lexical ties and add what BM25 does not find, after all it finds)."""
+    from ..errors import ConfigError
+
+    value = getattr(embedder, "fusion_weight", VECTOR_WEIGHT) if override is None else override
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"vector_weight={value!r}: must be a number >= 0")
+    out = float(value)
+    if not 0.0 <= out < float("inf"):
+        raise ConfigError(f"vector_weight={value!r}: must be a number >= 0")
     return out

@@ -52,7 +52,7 @@ from ._core import (
 from ._facts_table import FactsTable, UserFacts, dump, history_of
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, HashingEmbedder, _numpy
-from .fusion import RRF_K
+from .fusion import RRF_K, vector_weight_of
 
 __all__ = ["Hit", "RecallIndex"]
 
@@ -134,9 +134,11 @@ class _Options:
         cache_size: int,
         batch_size: int,
         clock: Callable[[], float],
+        vector_weight: float | None = None,
     ) -> None:
         self.np = _np()
         self.embedder = HashingEmbedder() if embedder is None else embedder
+        self.vector_weight = vector_weight_of(self.embedder, vector_weight)
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
         self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
@@ -149,7 +151,9 @@ class RecallIndex:
     ``db_or_url`` is a ``StoreDatabase`` from ``open_store`` (SQLite or PostgreSQL) or a
     URL (the index opens the database and closes it with ``close()``). ``embedder``
     defaults to ``HashingEmbedder()``; ``candidates`` is how many lexical and how many
-    vector candidates are fused; ``rrf_k`` the fusion constant.
+    vector candidates are fused; ``rrf_k`` the fusion constant; ``vector_weight`` the
+    vector list's weight in the fusion against the lexical list's 1 (None: the
+    embedder's ``fusion_weight``, see ``fusion``).
     """
 
     def __init__(
@@ -162,8 +166,11 @@ class RecallIndex:
         cache_size: int = 100_000,
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
+        vector_weight: float | None = None,
     ) -> None:
-        self._opts = _Options(embedder, candidates, rrf_k, cache_size, batch_size, clock)
+        self._opts = _Options(
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight
+        )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):
             from ..stores.opening import open_store
@@ -288,6 +295,7 @@ class RecallIndex:
             self._opts.candidates,
             self._opts.rrf_k,
             _check.integer("neighbours", neighbours, minimum=0, maximum=100),
+            self._opts.vector_weight,
         )
         hits: list[Hit] = _io.drive(gen, self._perform)
         return hits

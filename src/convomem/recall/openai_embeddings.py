@@ -33,7 +33,11 @@ class OpenAIEmbedder:
     ``model`` names the model; ``base_url`` the API root (default OpenAI's);
     ``api_key`` defaults to ``$OPENAI_API_KEY`` (None: no Authorization header, for
     local servers); ``dimensions`` asks models that support it for shorter vectors.
+    ``fusion_weight``: a trained model's cosines lead the hybrid fusion, as MiniLM's do
+    (the same weight; not measured with OpenAI's models here: no network).
     """
+
+    fusion_weight: float = 4.0
 
     def __init__(
         self,

@@ -21,11 +21,41 @@ RECALL_HEADER: Final = "Recalled from earlier messages (may be outdated):"
 
 
 class Snippet(NamedTuple):
+    """A line to render. ``at`` orders the lines shown (a hit and its neighbouring turns
+    together, in session order); the list's own order is the priority they get room in.
+    ``neighbour``: a turn next to a hit, shown only if room is left after the hits."""
+
     message_id: str
     session_id: str
     kind: str
     text: str
     created_at: float
+    at: tuple[int, int] = (0, 0)
+    neighbour: bool = False
+
+
+def snippets_of(hits: list[Any], in_view: Any) -> list[Snippet]:
+    """The snippets of ``hits`` not in the view, best first, then their neighbouring
+    turns (``Hit.context``), each message once: the hits get room first."""
+    kept = [h for h in hits if h.message_id not in in_view]
+    seen = set(in_view) | {h.message_id for h in kept}
+    out = [
+        Snippet(h.message_id, h.session_id, h.kind, h.text, h.created_at, _at(i, h.seq))
+        for i, h in enumerate(kept)
+    ]
+    for i, h in enumerate(kept):
+        for t in getattr(h, "context", ()):
+            if t.message_id not in seen:
+                seen.add(t.message_id)
+                at = _at(i, t.seq)
+                out.append(
+                    Snippet(t.message_id, h.session_id, t.kind, t.text, t.created_at, at, True)
+                )
+    return out
+
+
+def _at(rank: int, seq: int | None) -> tuple[int, int]:
+    return rank, -1 if seq is None else seq
 
 
 def _label(s: Snippet, session_id: str) -> str:
@@ -78,7 +108,8 @@ def render_tiers(
     if snippets and limit > facts_tokens:
         # Lines are counted one by one (a line and its newline), then the message once:
         # a tokenizer that does not add up exactly loses the last lines, never the budget.
-        chars = max(80, 4 * recall_room // len(snippets))
+        hits = sum(1 for s in snippets if not s.neighbour) or len(snippets)
+        chars = max(80, 4 * recall_room // hits)
         total = tok.count_message(_msg("\n\n".join([*parts, RECALL_HEADER])))
         for s in snippets:
             line = _line(s, session_id, chars)
@@ -87,6 +118,8 @@ def render_tiers(
                 lines.append(line)
                 shown.append(s)
                 total += n
+    order = sorted(range(len(shown)), key=lambda i: shown[i].at)
+    lines, shown = [lines[i] for i in order], [shown[i] for i in order]
     while True:
         text = "\n\n".join([*parts, "\n".join([RECALL_HEADER, *lines])] if lines else parts)
         if not text:

@@ -16,6 +16,7 @@ is recorded (``last_error``) and the session goes on. Ingest is background
 from __future__ import annotations
 
 import contextlib
+import inspect
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -26,12 +27,15 @@ from ..recall.guarded import AsyncGuardedRecall, GuardedRecall
 from ..summaries.keyed import KeyedFact
 from ..summaries.supersession import FactHistory
 from ..tokens import Tokenizer
-from ._tier_render import Snippet, render_tiers
+from ._tier_render import render_tiers, snippets_of
 
 SAVE_RACES: Final = 8
 """Lost facts saves (another session of the user saved first) one save survives."""
 FACTS_SHARE: Final = 0.10
 RECALL_SHARE: Final = 0.15
+NEIGHBOURS: Final = 1
+"""Turns on each side of a recalled hit shown with it: an answer is often the reply to
+(or the question before) the turn that matched."""
 _GUARD: Final = "_convomem_guard"
 
 
@@ -56,6 +60,15 @@ def _guard(recall: Any) -> tuple[Any, Any, bool]:
         with contextlib.suppress(AttributeError, TypeError):  # a slotted index: one each
             setattr(recall, _GUARD, guard)
     return guard, recall, True
+
+
+def _takes_neighbours(index: Any) -> bool:
+    """Whether ``index.search`` accepts ``neighbours=`` (a custom index may not)."""
+    try:
+        params = inspect.signature(index.search).parameters
+    except (TypeError, ValueError):
+        return False
+    return "neighbours" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _is_async(index: Any) -> bool:
@@ -91,6 +104,7 @@ class Tiers:
                 )
             self.searcher, self.index, self.guarded = _guard(recall)
         self.is_async = self.index is not None and _is_async(self.index)
+        self.neighbours = NEIGHBOURS if recall is not None and _takes_neighbours(self.index) else 0
         self.k = recall_k
         self.extractor = extractor
         self.drift = drift
@@ -287,7 +301,10 @@ class Tiers:
                 self._refacts()
 
     def _search_args(self, query: str, k: int) -> dict[str, Any]:
-        return {"user_id": self.user_id, "tenant": self.tenant, "k": k}
+        args: dict[str, Any] = {"user_id": self.user_id, "tenant": self.tenant, "k": k}
+        if self.neighbours:
+            args["neighbours"] = self.neighbours
+        return args
 
     def _outcome(self, got: Any) -> tuple[list[Any], str, str | None]:
         if isinstance(got, list):
@@ -382,14 +399,13 @@ class Tiers:
     ) -> tuple[Message | None, int, int, list[Any]]:
         """The facts and snippets message within ``room`` tokens: facts within their
         share, snippets within theirs (hits already in the view left out). Returns the
-        message, the facts' and the snippets' tokens, and the hits shown."""
-        snippets = [
-            Snippet(h.message_id, h.session_id, h.kind, h.text, h.created_at)
-            for h in hits
-            if h.message_id not in in_view
-        ]
+        message, the facts' and the snippets' tokens, and the hits shown. A hit's
+        neighbouring turns (``Hit.context``) follow the hits, each shown once, in the
+        room the hits leave."""
+        snippets = snippets_of(hits, in_view)
         facts_room = min(self.facts_cap, room)
         h = self.history if self.facts_on else None
-        return render_tiers(
+        msg, facts, recalled, lines = render_tiers(
             self.tok, h, snippets, facts_room, min(self.recall_cap, room), room, self.session_id
         )
+        return msg, facts, recalled, [s for s in lines if not s.neighbour]
