@@ -90,10 +90,12 @@ def levels(caplog: pytest.LogCaptureFixture) -> list[int]:
 
 
 async def idle(guard: AsyncGuardedRecall) -> None:
-    for _ in range(1000):
+    # The released search finishes on the index's worker thread: wait for it, generously
+    # (a bound only so a search that never ends fails the test instead of hanging it).
+    for _ in range(6000):
         if guard.in_flight == 0:
             return
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
     raise AssertionError("the late search never finished")
 
 
