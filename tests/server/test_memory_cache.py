@@ -198,3 +198,28 @@ def test_one_request_at_a_time_per_session_and_lru_bound() -> None:
 def test_memory_cache_setting_is_checked() -> None:
     with pytest.raises(ConfigError, match="memory_cache=-1"):
         Settings(memory_cache=-1)
+
+
+def test_an_append_that_does_not_compact_writes_no_state(
+    make_client: Callable[..., TestClient], make_key: Key, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The derived state grows with the session (facts, covered ids): rewriting it on
+    every append made an append's cost grow with the session. Only a compaction (which
+    changed it) saves it."""
+    dumps: list[int] = []
+    original = ConversationMemory._dump_state
+
+    def counted(self: ConversationMemory) -> Any:
+        dumps.append(1)
+        return original(self)
+
+    monkeypatch.setattr(ConversationMemory, "_dump_state", counted)
+    client = make_client(budget=100_000, rate_per_second=0, use_recall=False)
+    h = make_key("acme")
+    client.post("/v1/sessions", json={"id": "s", "user_id": "u"}, headers=h)
+    serial = count()
+    for _ in range(5):
+        r = client.post("/v1/sessions/s/messages", json={"messages": _batch(serial, 2)}, headers=h)
+        assert r.status_code == 201
+    assert client.app.state.services.memories.hits == 4  # type: ignore[attr-defined]
+    assert dumps == []
