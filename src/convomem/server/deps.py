@@ -8,14 +8,18 @@ session's memory resumed from the store.
 - ``open_memory``: a ``ConversationMemory`` over ``db.session(id, tenant=key.tenant)``.
   It resumes from the derived state the store keeps beside the log: a request reads the
   view's rows and the tail written since the last state, never the whole log, so a
-  request costs the same at 100 or 100,000 messages. No memory is cached between
-  requests: replicas stay stateless and always see each other's writes.
+  request costs the same at 100 or 100,000 messages. ``use_memory`` holds it from the
+  process's ``MemoryCache`` instead (one lock per session): reused while the session's
+  info shows it current, so a request skips the resume; replicas still see each other's
+  writes (a moved seq or state version drops the cached memory).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +27,7 @@ from fastapi import Request
 
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
+from ._memory_cache import MemoryCache
 from .idempotency import Idempotency
 from .keys import KeyStore
 from .limits import Buckets, LocalBuckets, RedisBuckets, retry_after
@@ -37,6 +42,7 @@ __all__ = [
     "open_memory",
     "require_key",
     "session_info",
+    "use_memory",
 ]
 
 
@@ -65,8 +71,12 @@ class Services:
     context_recall: Any = None
     """What sessions' contexts recall through: ``recall`` behind a ``GuardedRecall``
     (deadline and circuit breaker) unless ``settings.recall_deadline`` is None."""
+    memories: MemoryCache | None = None
+    """Open session memories (``use_memory``), ``settings.memory_cache`` of them."""
 
     def __post_init__(self) -> None:
+        if self.memories is None:
+            self.memories = MemoryCache(self.settings.memory_cache)
         if self.context_recall is None and self.recall is not None:
             if self.settings.recall_deadline is None:
                 self.context_recall = self.recall
@@ -223,6 +233,8 @@ async def delete_session(services: Services, key: ApiKey, info: SessionInfo) -> 
     recall = services.recall
     if recall is not None and info.user_id is not None and services.settings.recall is not None:
         await recall.delete(user_id=info.user_id, session_id=info.session_id, tenant=key.tenant)
+    if services.memories is not None:
+        services.memories.evict(key.tenant, session_id=info.session_id)
     return await services.db.delete_session(info.session_id, tenant=key.tenant)
 
 
@@ -246,6 +258,23 @@ def open_memory(services: Services, key: ApiKey, info: SessionInfo) -> Conversat
         recall=recall,
         recall_k=services.settings.recall_k,
     )
+
+
+@asynccontextmanager
+async def use_memory(
+    services: Services, key: ApiKey, info: SessionInfo
+) -> AsyncIterator[ConversationMemory]:
+    """The session's memory, held exclusively for the block: the process's cached one
+    when ``info`` (read by this request) shows it current, else a new ``open_memory``."""
+    cache = services.memories
+    if cache is None:
+        yield open_memory(services, key, info)
+        return
+    budget = session_budget(services, info)
+    async with cache.use(
+        key.tenant, info, budget, lambda: open_memory(services, key, info)
+    ) as memory:
+        yield memory
 
 
 def new_state(app_state: Any, settings: Settings) -> None:

@@ -41,7 +41,7 @@ from ..model import Message
 from ..packing import Packer
 from ..session import ConversationMemory
 from ..stores.database import SessionInfo
-from .deps import ApiKey, Services, get_services, open_memory, require_key, session_info
+from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
 from .problems import Problem, body_of, from_error, problem_body
 from .upstream import Finished, Upstream
 
@@ -133,16 +133,17 @@ async def chat(session_id: str, body: ChatRequest, key: Key, svc: Svc) -> Stream
         )
     message = _user_message(body, s.max_message_chars)
     info = await session_info(svc, key, session_id)
-    memory = open_memory(svc, key, info)
-    before = memory.stats()
-    (user,) = await _store(svc, key, info, memory, message)
-    # Recall (when configured) looks for what this turn is about: the query given, else
-    # the user's own words.
-    context = await _context(memory, body.budget, body.query or user.text())
-    _count(svc, memory, before)
+    async with use_memory(svc, key, info) as memory:
+        before = memory.stats()
+        (user,) = await _store(svc, key, info, memory, message)
+        # Recall (when configured) looks for what this turn is about: the query given,
+        # else the user's own words.
+        context = await _context(memory, body.budget, body.query or user.text())
+        _count(svc, memory, before)
+        prompt_tokens = memory.stats().context_tokens
     upstream = (s.upstream_url, s.upstream_model, s.upstream_api_key)
     return StreamingResponse(
-        _relay(svc, key, info, memory, user, context, upstream),
+        _relay(svc, key, session_id, user, context, prompt_tokens, upstream),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -181,10 +182,10 @@ def _count(svc: Services, memory: ConversationMemory, before: Any) -> None:
 async def _relay(
     svc: Services,
     key: ApiKey,
-    info: SessionInfo,
-    memory: ConversationMemory,
+    session_id: str,
     user: Message,
     context: list[dict[str, Any]],
+    prompt_tokens: int,
     upstream: tuple[str, str, str | None],
 ) -> AsyncIterator[str]:
     parts: list[str] = []
@@ -208,29 +209,40 @@ async def _relay(
         yield encode_event("error", problem_body(502, "upstream-failed", detail))
         return
     reply = Message(role="assistant", content=text)
-    before = memory.stats()
     try:
         # Shielded: a reply the model finished is stored whole even if the client left.
-        (stored,) = await asyncio.shield(_store(svc, key, info, memory, reply))
+        stored, seq, tokenizer = await asyncio.shield(_store_reply(svc, key, session_id, reply))
     except ConvomemError as exc:
         yield encode_event("error", body_of(from_error(exc)))
         return
-    _count(svc, memory, before)
     yield encode_event(
         "done",
         {
             "message_id": stored.id,
-            "seq": memory._last,
+            "seq": seq,
             "user_message_id": user.id,
             "finish_reason": finished.finish_reason,
-            "usage": _usage(memory, context, stored, finished.usage),
+            "usage": _usage(prompt_tokens, tokenizer, stored, finished.usage),
         },
     )
 
 
+async def _store_reply(
+    svc: Services, key: ApiKey, session_id: str, reply: Message
+) -> tuple[Message, int, Any]:
+    """Store the model's reply through the session's memory, taken again (the stream
+    held no lock): the session's info is read anew, so what moved meanwhile is seen."""
+    info = await session_info(svc, key, session_id)
+    async with use_memory(svc, key, info) as memory:
+        before = memory.stats()
+        (stored,) = await _store(svc, key, info, memory, reply)
+        _count(svc, memory, before)
+        return stored, memory._last, memory.tokenizer
+
+
 def _usage(
-    memory: ConversationMemory,
-    context: list[dict[str, Any]],
+    prompt_tokens: int,
+    tokenizer: Any,
     reply: Message,
     reported: dict[str, Any],
 ) -> dict[str, int]:
@@ -238,9 +250,9 @@ def _usage(
     prompt = reported.get("prompt_tokens")
     completion = reported.get("completion_tokens")
     if not isinstance(prompt, int):
-        prompt = memory.stats().context_tokens
+        prompt = prompt_tokens
     if not isinstance(completion, int):
-        completion = memory.tokenizer.count(reply.text())
+        completion = tokenizer.count(reply.text())
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

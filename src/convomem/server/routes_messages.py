@@ -18,7 +18,7 @@ from ..errors import MessageConflict
 from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
 from ..model import Message
 from ..packing import Packer
-from .deps import ApiKey, Services, get_services, open_memory, require_key, session_info
+from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
 from .idempotency import body_digest
 from .models import Appended, AppendRequest, AppendResponse, ContextResponse, MessagePage
 from .problems import Problem
@@ -151,21 +151,22 @@ async def append_messages(
             value=if_match,
             headers={"ETag": f'"{info.last_seq}"'},
         )
-    memory = open_memory(svc, key, info)
     added: list[Message] = []
-    try:
-        for m in messages:
-            added.append(await memory.aadd_message(m))
-        await memory.wait()  # what left the view indexed, the user's facts saved: now
-    except MessageConflict as exc:
-        if idempotency_key is not None and exc.message_id.startswith("idem-"):
-            raise _reused(idempotency_key) from None
-        raise
-    finally:
-        st = memory.stats()
-        svc.metrics.add("compactions", st.compactions)
-        svc.metrics.add("summarizer_calls", st.summarizer_calls)
-    last: int = memory._last  # the newest seq this memory wrote or saw
+    async with use_memory(svc, key, info) as memory:
+        before = memory.stats()
+        try:
+            for m in messages:
+                added.append(await memory.aadd_message(m))
+            await memory.wait()  # what left the view indexed, the user's facts saved: now
+        except MessageConflict as exc:
+            if idempotency_key is not None and exc.message_id.startswith("idem-"):
+                raise _reused(idempotency_key) from None
+            raise
+        finally:
+            st = memory.stats()
+            svc.metrics.add("compactions", st.compactions - before.compactions)
+            svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
+        last: int = memory._last  # the newest seq this memory wrote or saw
     if svc.recall is not None and info.user_id is not None and added:
         # Each message once (the index skips ids it holds): O(new messages) per request.
         await svc.recall.add(added, user_id=info.user_id, session_id=session_id, tenant=key.tenant)
@@ -222,32 +223,33 @@ async def get_context(
     """The context to send now and where every message of the log is (see
     ``summary.accounting``)."""
     info = await session_info(svc, key, session_id)
-    memory = open_memory(svc, key, info)
-    before = memory.stats()
-    kept = await memory.acontext("messages", query=query)
-    context: Any
-    dropped = 0
-    if budget is not None and budget < memory.budget:
-        packed = Packer(
-            budget=budget,
-            tokenizer=memory.tokenizer,
-            start_on="user" if format == "anthropic" else None,
-        ).pack(kept)
-        dropped = len(kept) - len(packed.kept)
-        kept = list(packed.kept)
-        context = _render(kept, format)
-    else:
-        context = await memory.acontext(format, query=query)
-    st = memory.stats()
-    svc.metrics.add("compactions", st.compactions - before.compactions)
-    svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
-    svc.metrics.add("recall_hits", sum(1 for h in (st.recall or {}).get("hits", ()) if h["shown"]))
-    response.headers["ETag"] = f'"{memory._last}"'
-    return ContextResponse(
-        format=format,
-        context=context,
-        accounting=accounting(memory, kept, budget=budget, query=query, dropped=dropped),
-    )
+    async with use_memory(svc, key, info) as memory:
+        before = memory.stats()
+        kept = await memory.acontext("messages", query=query)
+        context: Any
+        dropped = 0
+        if budget is not None and budget < memory.budget:
+            packed = Packer(
+                budget=budget,
+                tokenizer=memory.tokenizer,
+                start_on="user" if format == "anthropic" else None,
+            ).pack(kept)
+            dropped = len(kept) - len(packed.kept)
+            kept = list(packed.kept)
+            context = _render(kept, format)
+        else:
+            context = await memory.acontext(format, query=query)
+        st = memory.stats()
+        svc.metrics.add("compactions", st.compactions - before.compactions)
+        svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
+        shown = sum(1 for h in (st.recall or {}).get("hits", ()) if h["shown"])
+        svc.metrics.add("recall_hits", shown)
+        response.headers["ETag"] = f'"{memory._last}"'
+        return ContextResponse(
+            format=format,
+            context=context,
+            accounting=accounting(memory, kept, budget=budget, query=query, dropped=dropped),
+        )
 
 
 def _render(messages: list[Message], format: str) -> Any:

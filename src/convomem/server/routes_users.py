@@ -146,5 +146,7 @@ async def erase_user(user_id: str, key: Key, svc: Svc, response: Response) -> Er
     items = 0
     if svc.recall is not None:
         items = await svc.recall.erase_user(user_id, tenant=key.tenant)
+    if svc.memories is not None:
+        svc.memories.evict(key.tenant, user_id=user_id)
     sessions = await svc.db.erase_user(user_id, tenant=key.tenant)
     return Erased(user_id=user_id, sessions=sessions, items=items)

@@ -40,6 +40,8 @@ class Settings:
     - ``max_body_bytes``, ``max_messages``, ``max_message_chars``: request size limits.
     - ``upstream_url`` / ``upstream_model`` / ``upstream_api_key``: the OpenAI-compatible
       model the chat route calls.
+    - ``memory_cache``: open session memories each process keeps between requests (LRU;
+      0: none, every request resumes its session from the store).
     """
 
     store: str = DEFAULT_STORE
@@ -59,6 +61,7 @@ class Settings:
     upstream_url: str | None = None
     upstream_model: str | None = None
     upstream_api_key: str | None = None
+    memory_cache: int = 256
     extra: dict[str, Any] = field(default_factory=dict)
     """Settings of parts added later (one key per part), kept as given."""
 
@@ -77,3 +80,4 @@ class Settings:
         _check.positive_int("max_messages", self.max_messages)
         _check.positive_int("max_message_chars", self.max_message_chars)
         _check.positive_int("max_page", self.max_page)
+        _check.non_negative_int("memory_cache", self.memory_cache)

@@ -430,7 +430,10 @@ class ConversationMemory(SessionCore):
         durable session, save the summary they completed (until then the saved state
         holds the fallback's text)."""
         await self._rs.wait()
-        with contextlib.suppress(ConcurrentUpdate):  # another writer's state wins
-            await self._arun(self._dsave_gen())
+        # Only background summaries change the state outside an add (which saves its
+        # own): without them a save would rewrite the whole unchanged state each call.
+        if self._background:
+            with contextlib.suppress(ConcurrentUpdate):  # another writer's state wins
+                await self._arun(self._dsave_gen())
         if self._tiers is not None:
             await self._arun(self._tier_flush_gen())
