@@ -26,7 +26,9 @@ from convomem.client import (
 )
 from convomem.server import Settings, create_app
 from convomem.server.keys import KeyStore
-from convomem.stores import aopen_store
+from convomem.session.turn_records import turn_rows
+from convomem.stores import aopen_store, open_store
+from convomem.views.budget import REPLY_PRIMING_TOKENS
 
 Key = Callable[[str], dict[str, str]]
 
@@ -288,3 +290,30 @@ def test_the_turn_context_is_the_tiered_memory_with_recall(
     list(c.chat("new", "Which snacks should I avoid given my allergy to peanuts?"))
     sent = json.dumps(fake.requests[-1]["messages"])
     assert sent.count("allergic to peanuts") >= 1, sent
+
+
+def test_a_turn_is_recorded_on_the_reply_for_the_inspector(
+    app_client: TestClient, make_key: Key, store_url: str
+) -> None:
+    header = make_key("acme")
+    c = client_of(app_client, header)
+    c.create_session("u1", id="s1")
+    c.append("s1", [{"role": "system", "content": "You track parcels."}])
+    for question in ("Where is my parcel?", "And when will it arrive?"):
+        stream = c.chat("s1", question)
+        list(stream)
+    ctx = app_client.get("/v1/sessions/s1/context", headers=header).json()
+    # the record rides on the stored reply, never in what is sent to a model
+    assert ctx["context"][-1] == {"role": "assistant", "content": stream.text}
+    db = open_store(store_url)
+    try:
+        stored = db.session("s1", tenant="acme").get_items()
+    finally:
+        db.close()
+    rows = turn_rows(stored)
+    assert [r.message_id for r in rows] == [m.id for m in stored if m.role == "assistant"]
+    first, second = rows
+    assert first.context_tokens > 0 and first.completion_tokens == 4  # the upstream's usage
+    assert second.context_tokens > first.context_tokens
+    # no compaction in between: the whole previous request is a cacheable prefix
+    assert second.prefix_tokens == first.context_tokens - REPLY_PRIMING_TOKENS

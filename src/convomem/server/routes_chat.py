@@ -40,6 +40,7 @@ from ..formats import from_anthropic, from_openai, to_openai
 from ..model import Message
 from ..packing import Packer
 from ..session import ConversationMemory
+from ..session.turn_records import TURN_KEY, record_turn, with_usage
 from ..stores.database import SessionInfo
 from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
 from .problems import Problem, body_of, from_error, problem_body
@@ -141,9 +142,10 @@ async def chat(session_id: str, body: ChatRequest, key: Key, svc: Svc) -> Stream
         context = await _context(memory, body.budget, body.query or user.text())
         _count(svc, memory, before)
         prompt_tokens = memory.stats().context_tokens
+        turn = record_turn(memory)  # the inspector's per-turn figures, stored on the reply
     upstream = (s.upstream_url, s.upstream_model, s.upstream_api_key)
     return StreamingResponse(
-        _relay(svc, key, session_id, user, context, prompt_tokens, upstream),
+        _relay(svc, key, session_id, user, context, prompt_tokens, upstream, turn),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -187,6 +189,7 @@ async def _relay(
     context: list[dict[str, Any]],
     prompt_tokens: int,
     upstream: tuple[str, str, str | None],
+    turn: dict[str, Any],
 ) -> AsyncIterator[str]:
     parts: list[str] = []
     finished = Finished(None)
@@ -208,7 +211,8 @@ async def _relay(
         detail = f"the upstream returned no text (finish_reason={finished.finish_reason!r})"
         yield encode_event("error", problem_body(502, "upstream-failed", detail))
         return
-    reply = Message(role="assistant", content=text)
+    record = with_usage(turn, finished.usage or None)
+    reply = Message(role="assistant", content=text, metadata={TURN_KEY: record})
     try:
         # Shielded: a reply the model finished is stored whole even if the client left.
         stored, seq, tokenizer = await asyncio.shield(_store_reply(svc, key, session_id, reply))

@@ -29,6 +29,7 @@ __all__ = [
     "cost_of",
     "record_turn",
     "turn_rows",
+    "with_usage",
 ]
 
 TURN_KEY: Final = "convomem_turn"
@@ -125,20 +126,33 @@ def record_turn(
     Store it as the reply's ``metadata[TURN_KEY]``: ``timeline`` plots it. ``usage`` is
     the provider's (OpenAI or Anthropic shape); its cache hits are kept when given.
     ``price`` (see ``cost_of``) adds the turn's ``cost``, from the usage when given,
-    else from the context's tokens. Bad input raises ``ConfigError``.
+    else from the context's tokens. Bad input raises ``ConfigError``. A caller that
+    learns the usage only after the reply streamed (the service's chat route) takes
+    ``record_turn(memory)`` with the context and adds ``with_usage(record, usage)``.
     """
-    got = _usage(usage)
-    price = check_price(price)
     st = memory.stats()
     summary = memory.summary.message()
-    out: dict[str, Any] = {
+    record = {
         "context_tokens": st.context_tokens,
         "head_tokens": memory._view_engine.head_tokens,
         "summary_id": None if summary is None else summary.id,
-        **got,
     }
+    return with_usage(record, usage, price=price)
+
+
+def with_usage(
+    record: Mapping[str, Any],
+    usage: Mapping[str, Any] | None,
+    *,
+    price: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """``record`` (from ``record_turn``) with the provider's ``usage`` and, given a
+    ``price``, the turn's ``cost``."""
+    got = _usage(usage)
+    price = check_price(price)
+    out: dict[str, Any] = {**record, **got}
     if price is not None:
-        prompt = got.get("prompt_tokens", st.context_tokens)
+        prompt = got.get("prompt_tokens", out["context_tokens"])
         out["cost"] = cost_of(
             prompt, got.get("cached_tokens", 0), got.get("completion_tokens", 0), price
         )
