@@ -32,6 +32,7 @@ from convomem.recall import (
 from convomem.retry import CircuitBreaker
 from convomem.session import ConversationMemory
 from convomem.stores import aopen_store, open_store
+from convomem.summaries import RunningSummary
 from convomem.summaries.extractor import OfflineExtractor
 from convomem.tokens import get_tokenizer
 from convomem.views.budget import ContextBudget
@@ -324,7 +325,78 @@ def test_slow_recall_times_out_and_the_context_comes_without_it() -> None:
             stuck.release.set()
 
 
+class Flaky:
+    """A summarizer that fails when its script says so; counts its calls."""
+
+    def __init__(self, fails: list[bool]) -> None:
+        self.fails, self.calls = fails, 0
+
+    def __call__(self, messages: Sequence[Message], previous: Any) -> str:
+        self.calls += 1
+        if self.fails and self.fails[self.calls % len(self.fails)]:
+            raise TransientError("the summarizer is down")
+        return " ".join(m.text()[:30] for m in messages)
+
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    convo=conversations(),
+    budget=st.integers(300, 1500),
+    fails=st.lists(st.booleans(), max_size=5),
+    pin=st.sampled_from([(), ("system", "last_user")]),
+    queries=st.lists(st.one_of(st.none(), st.integers(0, 60)), min_size=1, max_size=3),
+)
+def test_context_is_read_only(
+    convo: list[Message],
+    budget: int,
+    fails: list[bool],
+    pin: tuple[str, ...],
+    queries: list[int | None],
+) -> None:
+    """Two contexts in a row are equal, within the budget, and make no summarizer call
+    and no store write, whatever the tiers need (an emergency fold is the write
+    path's): the facts, the recalled snippets are cut to the room instead."""
+    with open_store("sqlite://") as db, RecallIndex(db, embedder=HashingEmbedder(dim=64)) as idx:
+        flaky = Flaky(fails)
+        rs = RunningSummary(flaky, reserve=60, fallback=False, retries=0, backoff=0)
+        mem = memory(db, "s1", "ana", idx, budget, summarizer=rs, pin=pin)
+        mem.add("system", "You are a careful support agent.", id="sys")
+        mem.add_message(said("f", "I am allergic to peanuts and my name is Ana."))
+        for m in convo:
+            mem.add_message(m)
+        mem.flush()
+        writes = 0
+
+        def trace(statement: str) -> None:
+            nonlocal writes
+            writes += statement.lstrip().upper().startswith(WRITES)
+
+        db._conns.get().raw.set_trace_callback(trace)
+        calls, stats = flaky.calls, mem.stats()
+        for q in queries:
+            query = None if q is None else f"zq{q} news"
+            first = mem.context("messages", query=query)
+            second = mem.context("messages", query=query)
+            assert first == second
+            limit = mem.budget - mem.response_reserve
+            if mem.stats().fits:
+                assert cost(first) <= limit
+        after = mem.stats()
+        assert flaky.calls == calls and writes == 0
+        assert after.compactions == stats.compactions
+        assert after.emergency_compactions == stats.emergency_compactions
+
+
 def test_emergency_compaction_when_the_tiers_do_not_fit() -> None:
+    """A pinned message grows the pins: the add that brings it folds the history the
+    tiers need (the context only reads)."""
     with open_store("sqlite://") as db, RecallIndex(db) as idx:
         mem = memory(db, "s", "ana", idx, 1000, pin=("system", "last_user"))
         mem.add("system", "Be brief.", id="sys")
@@ -334,17 +406,20 @@ def test_emergency_compaction_when_the_tiers_do_not_fit() -> None:
             mem.add_message(Message(f"a{k}", "assistant", content=text(100 + k, 20)))
         assert mem.stats().emergency_compactions == 0
         mem.add_message(said("huge", text(999, 560)))  # pinned: the newest user message
+        assert mem.stats().emergency_compactions == 1  # on the add
         ctx = mem.context("messages", query="zq3")
         stats = mem.stats()
         assert stats.emergency_compactions == 1
         assert cost(ctx) <= 1000 and stats.budget_split["total"] <= 1000  # type: ignore[index]
         assert "huge" in {m.id for m in ctx}
+        assert mem.context("messages", query="zq3") == ctx
 
 
 def test_emergency_compaction_folds_just_enough_when_facts_grew() -> None:
     """Another session of the user saved many facts: after this one's save merged them,
-    its view leaves less room than the tiers need; the oldest history goes (no summary
-    here: it is dropped, and recallable), only as much as needed."""
+    its view leaves less room than the tiers need; the context cuts the tiers, and the
+    next add folds the oldest history (no summary here: it is dropped, and recallable),
+    only as much as needed."""
     with open_store("sqlite://") as db, RecallIndex(db) as idx:
         shares = ContextBudget(1000, facts=0.3, recall=0.15)
         a = memory(
@@ -364,16 +439,28 @@ def test_emergency_compaction_folds_just_enough_when_facts_grew() -> None:
             )
         )
         b.flush()
+        start = a.stats()
+        assert start.emergency_compactions == 0
+        # Its own new fact renders after the add's compaction: the add folds again.
         a.add_message(said("a-fact", "I like jazz."))
+        folded = a.stats()
+        assert folded.emergency_compactions == 1
+        assert folded.compactions == start.compactions + 1
         a.flush()  # loses to b's save: merges b's facts
         before = a.stats()
         assert before.facts["conflicts"] == 1 and before.facts["count"] == 10  # type: ignore[index]
         ctx = a.context("messages", query="parcel delayed news support")
+        assert cost(ctx) <= 1000  # the tiers cut to the room: the context only reads
+        read = a.stats()
+        assert read.emergency_compactions == before.emergency_compactions
+        assert read.compactions == before.compactions
+        # The next add makes room for the merged facts.
+        a.add_message(Message("a-ok", "assistant", content="Noted."))
         after = a.stats()
-        assert after.emergency_compactions == 1
         assert after.compactions == before.compactions + 1
+        ctx = a.context("messages", query="parcel delayed news support")
         assert cost(ctx) <= 1000
-        split = after.budget_split
+        split = a.stats().budget_split
         assert split is not None and split["facts"] > 0 and split["recall"] > 0
         assert split["history"] > 500  # just enough went, not the whole history
         a.flush()

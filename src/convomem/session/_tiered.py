@@ -10,9 +10,11 @@
   once: a resumed session extracts nothing it extracted before).
 - **Context**: ``[system] [facts + recalled snippets] [summary] [recent]`` under one
   budget. The tiers take what the compaction kept free for them (the facts as they render,
-  the recall share); when they do not fit (pins grew, facts grew since the last add), an
-  *emergency compaction* folds the rest of the evictable history, and what still does
-  not fit is cut: snippets first, then facts.
+  the recall share); what does not fit is cut: snippets first, then facts. The context
+  is read-only (no fold, no save, no summarizer call): the *emergency compaction* runs on
+  the write path, after an add or a load, when the tiers' reserve no longer fits beside
+  the view (pins grew, facts merged in from another session): it folds the oldest
+  history by the deficit.
 """
 
 from __future__ import annotations
@@ -150,16 +152,8 @@ class TieredCore:
         hits = [h for h in hits if h.message_id not in in_view][:k]
         room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
         msg, facts, recalled, shown = t.message(1 << 30, hits, in_view)  # all they want
-        emergency = facts + recalled > room
-        if emergency and next(iter(engine.log.evictable()), None) is not None:
-            folded = yield from self._emergency_gen(facts + recalled - room)
-            if folded:
-                v = self._view()
-                room = engine.limit - (v.tokens - REPLY_PRIMING_TOKENS)
-        if emergency:
+        if facts + recalled > room:  # read-only: cut to the room (the write path folds)
             msg, facts, recalled, shown = t.message(max(0, room), hits, in_view)
-        if emergency:
-            self._emergencies += 1
         t.last_recall = {
             "status": status,
             "error": error,
@@ -192,6 +186,22 @@ class TieredCore:
             "total": v.tokens + facts + recalled,
         }
         return v, msg
+
+    def _tier_fit_gen(self) -> Gen[None]:
+        """On the write path (after an add, a load): when the tiers' reserve (the facts as
+        they render now, up to their share, and the recall share) does not fit beside the
+        view (facts merged in from another session, pins grown), an *emergency
+        compaction* folds the oldest history by the deficit. ``context()`` never folds."""
+        t = self._tiers
+        if t is None or not (t.facts_on or t.index is not None):
+            return
+        engine = self._view_engine
+        room = engine.limit - (self._view().tokens - REPLY_PRIMING_TOKENS)
+        need = t.reserve()
+        if need <= room or next(iter(engine.log.evictable()), None) is None:
+            return
+        self._emergencies += 1
+        yield from self._emergency_gen(need - room)
 
     def _emergency_gen(self, deficit: int) -> Gen[bool]:
         """Fold (or drop) the oldest history until ``deficit`` more tokens are free;

@@ -129,6 +129,7 @@ class SessionCore(Durable, TieredCore):
             return
         if self._durable:
             yield from self._dload_gen()
+            yield from self._tier_fit_gen()
             return
         items = yield StoreOp("get_items")
         seen: set[str] = set()
@@ -151,6 +152,7 @@ class SessionCore(Durable, TieredCore):
             if self._view_engine.over(self._summary_reserve()):
                 yield from self._compact_gen()
         yield from self._tier_loaded_gen([m for m, _ in counted])
+        yield from self._tier_fit_gen()
 
     def _add_gen(self, message: object) -> Gen[Message]:
         if self._durable:
@@ -167,6 +169,7 @@ class SessionCore(Durable, TieredCore):
         if self._view_engine.over(self._summary_reserve()):
             yield from self._compact_gen()
         yield from self._tier_after_gen(self._compactions != before)
+        yield from self._tier_fit_gen()
         return m
 
     def _set_summary_gen(self, text: str) -> Gen[Any]:

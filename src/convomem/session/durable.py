@@ -109,6 +109,7 @@ class Durable:
     _tier_extract_gen: Callable[[Message], Gen[None]]
     _tier_after_gen: Callable[[bool], Gen[None]]
     _tier_loaded_gen: Callable[[list[Message]], Gen[None]]
+    _tier_fit_gen: Callable[[], Gen[None]]
 
     def _after_compaction(self) -> None:
         """Keep the seqs the next state needs; forget those of messages that left."""
@@ -367,6 +368,7 @@ class Durable:
                     self._reids += 1
                 yield from self._tier_extract_gen(m)
                 yield from self._tier_after_gen(state is not None)
+                yield from self._tier_fit_gen()
                 return m
             # The id was in the log already, with this content: nothing was appended.
             self._loaded = False

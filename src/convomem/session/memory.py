@@ -339,8 +339,9 @@ class ConversationMemory(SessionCore):
 
         With ``recall=`` (or ``extractor=``): ``[system] [facts and recalled snippets,
         one system message] [summary] [recent]``; ``query`` (default: the newest user
-        message) is searched among what left the view in the user's sessions. Tiers that
-        do not fit trigger an emergency compaction (see ``session._tiered``).
+        message) is searched among what left the view in the user's sessions. Read-only:
+        tiers that do not fit are cut (snippets first); the emergency compaction that
+        makes room for them runs on the next add (see ``session._tiered``).
         """
         result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self._run(
             self._context_gen(format, query)

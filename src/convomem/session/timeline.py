@@ -386,8 +386,8 @@ def timeline(
 ) -> Timeline:
     """Explain ``memory`` (see the module docstring). Without tiers it makes no
     summarizer call and changes nothing; with tiers (facts, recall) it first takes the
-    context as ``context()`` does (the search, and the emergency compaction when the
-    tiers do not fit), since the tiers are decided there.
+    context as ``context()`` does (the search; read-only too), since the tiers are
+    decided there.
 
     ``limit``: only the newest ``limit`` messages of the log are read and explained
     (``older`` says how many come before). ``price``: per million tokens, keys
