@@ -8,7 +8,7 @@ twin ``AsyncClient``, on httpx (``pip install 'convomem[client]'``).
         c.append("s1", [{"role": "user", "content": "Hello"}])
         for delta in c.chat("s1", "What did I just say?"):
             print(delta, end="")
-        print(c.context("s1", budget=2000)["messages"])
+        print(c.context("s1", budget=2000)["context"])
 
 Failures are ``convomem.errors.ServiceError`` subclasses built from the service's
 problem details; each also derives from the error a local call raises (``NotFound`` is a
