@@ -40,6 +40,7 @@ from ..summaries.supersession import FactHistory
 from ._core import (
     Db,
     Embed,
+    Gen,
     Hit,
     Planned,
     add_gen,
@@ -143,6 +144,32 @@ class _Options:
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
         self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
         self.clock = _check.function("clock", clock, "() -> epoch seconds")
+
+    def search_gen(
+        self,
+        backend: Any,
+        query: str,
+        user_id: str,
+        tenant: str | None,
+        k: int,
+        kinds: Sequence[str] | str | None,
+        as_of: float | None,
+        neighbours: int,
+    ) -> Gen:
+        """One search, arguments checked, for either twin to drive."""
+        return search_gen(
+            backend,
+            self.np,
+            query,
+            scope_of(user_id, tenant),
+            _check.positive_int("k", k),
+            check_kinds(kinds),
+            check_as_of(as_of),
+            self.candidates,
+            self.rrf_k,
+            _check.integer("neighbours", neighbours, minimum=0, maximum=100),
+            self.vector_weight,
+        )
 
 
 class RecallIndex:
@@ -282,20 +309,8 @@ class RecallIndex:
         only ``kinds`` when given, only items created at or before ``as_of`` when given.
         ``neighbours=w`` attaches to each hit the items of its session within ``w`` seqs
         (``Hit.context``; one more statement per search)."""
-        scope = scope_of(user_id, tenant)
-        n = _check.positive_int("k", k)
-        gen = search_gen(
-            self.backend,
-            self._opts.np,
-            query,
-            scope,
-            n,
-            check_kinds(kinds),
-            check_as_of(as_of),
-            self._opts.candidates,
-            self._opts.rrf_k,
-            _check.integer("neighbours", neighbours, minimum=0, maximum=100),
-            self._opts.vector_weight,
+        gen = self._opts.search_gen(
+            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours
         )
         hits: list[Hit] = _io.drive(gen, self._perform)
         return hits

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import _check, _io
+from .. import _io
 from ..errors import ConfigError
 from ..model import Message
 from ..stores.database import AsyncStoreDatabase
@@ -21,11 +21,8 @@ from ._core import (
     Hit,
     Planned,
     add_gen,
-    check_as_of,
-    check_kinds,
     plan_add,
     scope_of,
-    search_gen,
 )
 from ._facts_table import UserFacts, history_of
 from .embedders import EmbedderLike
@@ -190,20 +187,8 @@ class AsyncRecallIndex:
         neighbours: int = 0,
     ) -> list[Hit]:
         """The ``k`` best items of ``user_id`` for ``query`` (see ``RecallIndex.search``)."""
-        scope = scope_of(user_id, tenant)
-        n = _check.positive_int("k", k)
-        gen = search_gen(
-            self.backend,
-            self._opts.np,
-            query,
-            scope,
-            n,
-            check_kinds(kinds),
-            check_as_of(as_of),
-            self._opts.candidates,
-            self._opts.rrf_k,
-            _check.integer("neighbours", neighbours, minimum=0, maximum=100),
-            self._opts.vector_weight,
+        gen = self._opts.search_gen(
+            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours
         )
         hits: list[Hit] = await _io.adrive(gen, self._perform)
         return hits
