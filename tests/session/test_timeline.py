@@ -202,7 +202,7 @@ def test_states_partition_the_log_and_agree_with_context(
         elif tiers == "recall":  # facts and recall of evicted messages, per user
             db = stack.enter_context(open_store("sqlite://"))
             config["store"] = db.session("s", user_id="u")
-            config["recall"] = RecallIndex(db)
+            config["recall"] = stack.enter_context(RecallIndex(db))  # closed before db
         try:
             mem = memory(switch, **config)  # type: ignore[arg-type]
         except ConfigError:
