@@ -180,3 +180,34 @@ def test_max_score_prunes_the_common_words_rows() -> None:
     assert found is not None and found[0].tolist() == [1000, 1001, 1002]  # 3 rows scored
     hits = _partition.lexical(np, part, ["peanut", "the", "note"], 2, None, None)
     assert [rid for rid, _ in hits] == [1003, 1002]  # ties: the newer first
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    dim=st.integers(1, 40),
+    batches=st.lists(st.integers(1, 40), min_size=1, max_size=4),
+    zeros=st.floats(0.0, 1.0),
+)
+def test_similarities_are_the_dot_products_sparse_or_dense(
+    seed: int, dim: int, batches: list[int], zeros: float
+) -> None:
+    """Rows added in batches (the column store grows) against float64 dot products, for
+    queries from all-zero to dense (the sparse path sums only the non-zero dimensions)."""
+    from convomem.recall import _partition
+
+    rng = np.random.default_rng(seed)
+    part = _partition.Partition(np, dim)
+    rows: list[Any] = []
+    for size in batches:
+        block = rng.standard_normal((size, dim)).astype(np.float32)
+        new = [(len(rows) + i + 1, "user", 0.0, "w", block[i].tobytes()) for i in range(size)]
+        part.extend(new, len(rows) + size, 0)
+        rows += [block[i] for i in range(size)]
+    query = rng.standard_normal(dim).astype(np.float32)
+    query[rng.random(dim) < zeros] = 0.0
+    v, _ = part.view()
+    got = _partition.similarities(np, v, query)
+    want = np.array(rows, dtype=np.float64) @ query.astype(np.float64)
+    assert got.dtype == np.float32 and got.shape == (len(rows),)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-4)

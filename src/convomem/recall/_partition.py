@@ -95,7 +95,7 @@ class View(NamedTuple):
     """The rows ``[0, n)`` of a partition, as one search sees them."""
 
     n: int
-    mat: Any
+    cols: Any  # the vectors by column: cols[d, i] is row i's coordinate d
     rids: Any
     created: Any
     kinds: Any
@@ -112,7 +112,9 @@ class Partition:
         self.n = 0
         self.top = 0  # the largest rid loaded
         self.added = self.removed = -1  # the user's counters this partition reflects
-        self.mat = np.empty((16, dim), dtype=np.float32)
+        # by column (dim x capacity): a sparse query (HashingEmbedder's: ~50 of 256
+        # dimensions) reads only its non-zero dimensions' rows, 4-5x less memory
+        self.cols = np.empty((dim, 16), dtype=np.float32)
         self.rids = np.empty(16, dtype=np.int64)
         self.created = np.empty(16, dtype=np.float64)
         self.kinds = np.empty(16, dtype=np.int32)
@@ -125,20 +127,23 @@ class Partition:
 
     @property
     def dim(self) -> int:
-        return int(self.mat.shape[1])
+        return int(self.cols.shape[0])
 
     def nbytes(self) -> int:
         """About how much memory the partition holds."""
-        return int(self.mat.nbytes + 28 * self.mat.shape[0] + 16 * self.postings_count)
+        return int(self.cols.nbytes + 28 * len(self.rids) + 16 * self.postings_count)
 
     def _grow(self, need: int) -> None:
         np = self.np
-        if need <= self.mat.shape[0]:
+        if need <= len(self.rids):
             return
-        size = max(need, 2 * self.mat.shape[0])
-        for name in ("mat", "rids", "created", "kinds", "lengths"):
+        size = max(need, 2 * len(self.rids))
+        cols = np.empty((self.dim, size), dtype=np.float32)
+        cols[:, : self.n] = self.cols[:, : self.n]
+        self.cols = cols
+        for name in ("rids", "created", "kinds", "lengths"):
             old = getattr(self, name)
-            new = np.empty((size, *old.shape[1:]), dtype=old.dtype)
+            new = np.empty(size, dtype=old.dtype)
             new[: self.n] = old[: self.n]
             setattr(self, name, new)
 
@@ -152,7 +157,8 @@ class Partition:
             self._grow(end)
             if fresh:
                 blob = b"".join(r[4] for r in fresh)
-                self.mat[start:end] = np.frombuffer(blob, dtype=np.float32).reshape(end - start, -1)
+                block = np.frombuffer(blob, dtype=np.float32).reshape(end - start, -1)
+                self.cols[:, start:end] = block.T
                 self.rids[start:end] = [r[0] for r in fresh]
                 self.created[start:end] = [r[2] for r in fresh]
                 codes = self.kind_codes
@@ -214,7 +220,7 @@ class Partition:
                 norms = self._norms[1]
             view = View(
                 self.n,
-                self.mat,
+                self.cols,
                 self.rids,
                 self.created,
                 self.kinds,
@@ -327,6 +333,18 @@ def _max_score(
     return None
 
 
+def similarities(np: Any, v: View, query: Any) -> Any:
+    """Every row's dot product with ``query`` (float32). A query with few non-zero
+    dimensions sums only those dimensions' columns (the same products, skipping zeros)."""
+    nz = np.flatnonzero(query)
+    if 2 * len(nz) >= len(query):
+        return query @ v.cols[:, : v.n]
+    sims = np.zeros(v.n, dtype=np.float32)
+    for d in nz.tolist():
+        sims += query[d] * v.cols[d, : v.n]
+    return sims
+
+
 def vector(
     np: Any,
     part: Partition,
@@ -339,7 +357,7 @@ def vector(
     v, _ = part.view()
     if not v.n:
         return []
-    sims = v.mat[: v.n] @ query
+    sims = similarities(np, v, query)
     mask = mask_of(np, v, kinds, as_of)
     if mask is not None:
         sims[~mask] = -np.inf
