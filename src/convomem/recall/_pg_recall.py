@@ -2,19 +2,26 @@
 
 - ``convomem_recall_items``: one row per item, scoped by ``(tenant, user_id)``, with a
   generated ``tsvector`` (the ``simple`` configuration: no stemming, any language; a GIN
-  index) and a ``vector`` column; an HNSW index (cosine) over it is made when the first
-  vectors fix the dimension (kept in ``convomem_recall_meta``).
+  index) and a ``vector`` column holding the item's first key (its whole text); an HNSW
+  index (cosine) over it is made when the first vectors fix the dimension (kept in
+  ``convomem_recall_meta``).
+- ``convomem_recall_keys``: an item's other keys (its sentences, its exchange), one row
+  each, numbered from 1, with the item's scope, kind and time copied so a filtered search
+  needs no join; deleted with their item (``ON DELETE CASCADE``); an HNSW index like the
+  items'. Items stored before keys existed have none and are searched by ``vec`` alone.
 - Lexical relevance is ``ts_rank_cd`` over the user's newest ``LEXICAL_WINDOW`` matches;
-  vector search uses the HNSW index with
+  vector search ranks an item by its best key: the HNSW indexes with
   ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), so a filtered search still
   finds k items of the user; older pgvector gets an exact search over the user's rows.
-- A trigger deletes a session's items when the store deletes the session.
+- A trigger deletes a session's items (their keys by the cascade) when the store deletes
+  the session.
 
 Operations are generators of statements (``Q``) run by the store's sync or async driver.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -34,8 +41,55 @@ def _literal(vec: Any) -> str:
     return "[" + ",".join(map(repr, vec.tolist())) + "]"
 
 
-def _tail(np: Any, it: Item) -> tuple[float, str, str]:
-    return it.created_at, it.text, _literal(np.frombuffer(it.vec, dtype=np.float32))
+def _keys(np: Any, it: Item, dim: int) -> Any:
+    """The item's key vectors as an ``(n_keys, dim)`` array (raises on a ragged ``vec``)."""
+    n, rest = divmod(len(it.vec), 4 * dim) if dim > 0 else (0, 1)
+    if rest or n < 1:
+        raise ConfigError(
+            f"vec of message {it.message_id!r}: {len(it.vec)} bytes is not one or more "
+            f"vectors of {dim} float32 numbers"
+        )
+    return np.frombuffer(it.vec, dtype=np.float32).reshape(n, dim)
+
+
+def _extra_keys(
+    np: Any, chunk: Sequence[Item], vectors: Sequence[Any]
+) -> tuple[list[str], list[str], list[int], list[str]]:
+    """The keys after the first of each item, as ``unnest`` columns (session id, message
+    id, key number, vector literal); zero keys are left out (they match nothing)."""
+    sids, mids, ks, lits = list[str](), list[str](), list[int](), list[str]()
+    seen = set[tuple[str, str]]()
+    for it, keys in zip(chunk, vectors, strict=True):
+        if (it.session_id, it.message_id) in seen:
+            continue  # stored once; its first occurrence's keys
+        seen.add((it.session_id, it.message_id))
+        for k in range(1, keys.shape[0]):
+            if np.any(keys[k]):
+                sids.append(it.session_id)
+                mids.append(it.message_id)
+                ks.append(k)
+                lits.append(_literal(keys[k]))
+    return sids, mids, ks, lits
+
+
+def _merge(best: dict[int, float], rows: Sequence[Sequence[Any]]) -> dict[int, float]:
+    """``best`` with each row's ``(rid, cosine)`` kept when above its rid's (NaN: a zero
+    vector, no match)."""
+    for r in rows:
+        rid, c = int(r[0]), float(r[1])
+        if c == c and c > best.get(rid, -math.inf):
+            best[rid] = c
+    return best
+
+
+def _best(best: dict[int, float], n: int) -> list[tuple[int, float]]:
+    found = sorted(best.items(), key=lambda rc: (-rc[1], -rc[0]))[:n]
+    return [(r, c) for r, c in found if c > VECTOR_TOLERANCE]
+
+
+KEY_CANDIDATES = 4
+"""Key rows fetched per item wanted, at first: an item may have several keys near the
+top; ``vector`` fetches more when the best items are not settled by those."""
 
 
 class PgRecall:
@@ -48,6 +102,7 @@ class PgRecall:
         self.schema = schema
         self.items = f"{schema}.convomem_recall_items"
         self.meta = f"{schema}.convomem_recall_meta"
+        self.keys = f"{schema}.convomem_recall_keys"
         self.dim: int | None = None
         self.iterative: bool | None = None
 
@@ -86,8 +141,33 @@ class PgRecall:
             "CREATE OR REPLACE TRIGGER convomem_recall_session_gone AFTER DELETE ON "
             f"{s}.convomem_sessions FOR EACH ROW EXECUTE FUNCTION "
             f"{s}.convomem_recall_session_gone()",
+            f"""CREATE TABLE IF NOT EXISTS {self.keys} (
+                rid BIGINT NOT NULL REFERENCES {items} (rid) ON DELETE CASCADE,
+                k INTEGER NOT NULL,
+                tenant TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                vec VECTOR NOT NULL,
+                PRIMARY KEY (rid, k)
+            )""",
+            "CREATE INDEX IF NOT EXISTS convomem_recall_keys_by_user "
+            f"ON {self.keys} (tenant, user_id, rid)",
         ):
             yield Q.run(sql)
+        row = yield Q.one(f"SELECT value FROM {self.meta} WHERE key = 'dim'")
+        if row is not None:  # a store from before the keys table: index its keys too
+            yield from self._hnsw(int(row[0]))
+
+    def _hnsw(self, dim: int) -> Op:
+        for name, table in (
+            ("convomem_recall_hnsw", self.items),
+            ("convomem_recall_keys_hnsw", self.keys),
+        ):
+            yield Q.run(
+                f"CREATE INDEX IF NOT EXISTS {name} ON "
+                f"{table} USING hnsw ((vec::vector({int(dim)})) vector_cosine_ops)"
+            )
 
     def _version(self) -> Op:
         if self.iterative is None:
@@ -106,10 +186,7 @@ class PgRecall:
                     f"INSERT INTO {self.meta} VALUES ('dim', %s) ON CONFLICT DO NOTHING",
                     (str(given),),
                 )
-                yield Q.run(
-                    "CREATE INDEX IF NOT EXISTS convomem_recall_hnsw ON "
-                    f"{self.items} USING hnsw ((vec::vector({int(given)})) vector_cosine_ops)"
-                )
+                yield from self._hnsw(given)
                 self.dim = given
         if given is not None and self.dim != given:
             raise ConfigError(
@@ -127,7 +204,10 @@ class PgRecall:
         return dict(rows)
 
     def insert(self, scope: Scope, items: Sequence[Item], dim: int) -> Op:
+        """Store the new items and their extra keys in one statement per 500 items (the
+        keys of the items ``ON CONFLICT`` skipped are skipped too); how many items."""
         np = self.np
+        vectors = [_keys(np, it, dim) for it in items]  # raises before anything is sent
         yield from self._dim(dim)
         total = 0
         for i in range(0, len(items), 500):
@@ -135,15 +215,32 @@ class PgRecall:
             rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"] * len(chunk))
             params = [
                 v
-                for it in chunk
-                for v in (*scope, it.session_id, it.message_id, it.seq, it.kind, *_tail(np, it))
+                for it, keys in zip(chunk, vectors[i : i + 500], strict=True)
+                for v in (
+                    *scope,
+                    *(it.session_id, it.message_id, it.seq, it.kind, it.created_at, it.text),
+                    _literal(keys[0]),
+                )
             ]
-            total += yield Q.run(
+            insert = (
                 f"INSERT INTO {self.items} (tenant, user_id, session_id, message_id, seq, kind, "
                 f"created_at, text, vec) VALUES {rows} "
-                "ON CONFLICT (tenant, user_id, session_id, message_id) DO NOTHING",
-                params,
+                "ON CONFLICT (tenant, user_id, session_id, message_id) DO NOTHING"
             )
+            extra = _extra_keys(np, chunk, vectors[i : i + 500])
+            if not extra[0]:
+                total += yield Q.run(insert, params)
+                continue
+            row = yield Q.one(
+                f"WITH ins AS ({insert} RETURNING rid, session_id, message_id, kind, created_at), "
+                f"k AS (INSERT INTO {self.keys} (rid, k, tenant, user_id, kind, created_at, vec) "
+                "SELECT ins.rid, e.k, %s, %s, ins.kind, ins.created_at, e.v::vector FROM ins "
+                "JOIN unnest(%s::text[], %s::text[], %s::int[], %s::text[]) AS e(sid, mid, k, v) "
+                "ON e.sid = ins.session_id AND e.mid = ins.message_id) "
+                "SELECT count(*) FROM ins",
+                (*params, *scope, *extra),
+            )
+            total += int(row[0])
         return total
 
     def _filters(self, kinds: Sequence[str] | None, as_of: float | None) -> tuple[str, list[Any]]:
@@ -187,6 +284,14 @@ class PgRecall:
         kinds: Sequence[str] | None,
         as_of: float | None,
     ) -> Op:
+        """The ``n`` best items by their best key's cosine to ``query``.
+
+        With HNSW, one statement takes the ``n`` nearest items (by ``vec``) and the nearest
+        ``KEY_CANDIDATES * n`` key rows. An item whose best key was not fetched is below
+        the last key fetched, so once the ``n``-th best item found is above that key the
+        answer is settled; otherwise (many keys of few items at the top) more keys are
+        fetched. The exact path ranks all the user's items and keys in one statement.
+        """
         dim = yield from self._dim(None)
         if dim is None or query.shape[0] != dim:
             return []
@@ -194,26 +299,43 @@ class PgRecall:
         extra, params = self._filters(kinds, as_of)
         lit = _literal(query)
         dist = f"(vec::vector({dim})) <=> %s::vector({dim})"
-        if iterative:
-            yield Q.run(
-                "BEGIN; SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                f"SET LOCAL hnsw.ef_search = {min(1000, max(40, n))}"
-            )
+        mine = f"WHERE tenant = %s AND user_id = %s{extra}"
+        if not iterative:
             rows = yield Q.all(
-                f"SELECT rid, 1 - ({dist}) FROM {self.items} "
-                f"WHERE tenant = %s AND user_id = %s{extra} ORDER BY {dist} LIMIT %s",
-                (lit, *scope, *params, lit, n),
+                f"WITH mine AS MATERIALIZED (SELECT rid, vec FROM {self.items} {mine} "
+                f"UNION ALL SELECT rid, vec FROM {self.keys} {mine}), "
+                f"d AS (SELECT rid, 1 - ({dist}) AS c FROM mine) "
+                "SELECT rid, max(c) AS c FROM d WHERE c <> 'NaN' GROUP BY rid "
+                "ORDER BY c DESC, rid DESC LIMIT %s",
+                (*scope, *params, *scope, *params, lit, n),
             )
-            yield Q.run("COMMIT")
-        else:
-            rows = yield Q.all(
-                f"WITH mine AS MATERIALIZED (SELECT rid, vec FROM {self.items} "
-                f"WHERE tenant = %s AND user_id = %s{extra}) "
-                f"SELECT rid, 1 - ({dist}) FROM mine ORDER BY {dist} LIMIT %s",
-                (*scope, *params, lit, lit, n),
-            )
-        found = sorted(((int(r), float(c)) for r, c in rows), key=lambda rc: -rc[1])
-        return [(r, c) for r, c in found if c > VECTOR_TOLERANCE]
+            return _best(_merge({}, rows), n)
+        m = KEY_CANDIDATES * n
+        yield Q.run(
+            "BEGIN; SET LOCAL hnsw.iterative_scan = relaxed_order; "
+            f"SET LOCAL hnsw.ef_search = {min(1000, max(40, m))}"
+        )
+        near_keys = f"SELECT rid, 1 - ({dist}), 1 FROM {self.keys} {mine} ORDER BY {dist} LIMIT %s"
+        rows = yield Q.all(
+            f"(SELECT rid, 1 - ({dist}), 0 FROM {self.items} {mine} ORDER BY {dist} LIMIT %s) "
+            f"UNION ALL ({near_keys})",
+            (lit, *scope, *params, lit, n, lit, *scope, *params, lit, m),
+        )
+        best = _merge({}, rows)
+        while True:
+            fetched = [float(r[1]) for r in rows if r[2] == 1]
+            if len(fetched) < m:
+                break  # every key of the user was fetched
+            last = min(fetched)
+            ranked = sorted(best.values(), reverse=True)
+            if last <= VECTOR_TOLERANCE or (len(ranked) >= n and ranked[n - 1] > last):
+                break
+            m *= KEY_CANDIDATES
+            yield Q.run(f"SET LOCAL hnsw.ef_search = {min(1000, m)}")
+            rows = yield Q.all(near_keys, (lit, *scope, *params, lit, m))
+            best = _merge(best, rows)
+        yield Q.run("COMMIT")
+        return _best(best, n)
 
     def rows(self, scope: Scope, rids: Sequence[int]) -> Op:
         found = yield Q.all(
