@@ -18,11 +18,12 @@ from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall._partition import K1, B
 from convomem.recall.fusion import fuse
+from convomem.recall.keys import KINDS as KEY_KINDS
 
 EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "40"))
 WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "café", "Cafe", "train"]
 SCOPES = [("a", None), ("b", None), ("a", "t1")]
-KINDS = ["user", "assistant", "summary"]
+KINDS = ["user", "assistant", "system"]  # the messages' roles, so their kinds
 
 
 def fold(word: str) -> str:
@@ -36,8 +37,19 @@ def unit32(v: Any) -> Any:
     return (a / norm if norm else a).astype(np.float32)
 
 
+def sentences(text: str) -> list[str]:
+    """The oracle's sentence keys: parts ending ". " (the dot kept) of 3+ words, when there
+    are 2+."""
+    parts = [p for p in text.replace(". ", ".\x00").split("\x00") if p]
+    return [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
+
+
+def key_texts(text: str, exchange: str | None) -> list[str]:
+    return [text, *sentences(text), *([f"{exchange}\n{text}"] if exchange else [])]
+
+
 def oracle(
-    items: list[tuple[str, str, float]],
+    items: list[tuple[str, str, float, str | None]],
     query: str,
     emb: HashingEmbedder,
     n: int,
@@ -46,9 +58,12 @@ def oracle(
     as_of: float | None,
 ) -> list[tuple[int, float, float | None, float | None]]:
     """(item index, fused, bm25, cosine) of the k best of one user's ``(text, kind,
-    created_at)`` items, index order being insertion order."""
-    docs = [[fold(w) for w in text.split()] for text, _, _ in items]
-    ok = [(kinds is None or kd in kinds) and (as_of is None or at <= as_of) for _, kd, at in items]
+    created_at, exchange)`` items, index order being insertion order; an item's cosine is
+    its best key's (the text, its sentences, the exchange it answers)."""
+    docs = [[fold(w) for w in text.replace(".", " ").split()] for text, _, _, _ in items]
+    ok = [
+        (kinds is None or kd in kinds) and (as_of is None or at <= as_of) for _, kd, at, _ in items
+    ]
     avgdl = sum(len(d) for d in docs) / len(docs)
     terms = list(dict.fromkeys(fold(w) for w in query.split()))
     bm25: dict[int, float] = {}
@@ -64,7 +79,10 @@ def oracle(
                 bm25[i] = bm25.get(i, 0.0) + s
     lexical = sorted(((i, s) for i, s in bm25.items() if ok[i]), key=lambda p: (-p[1], -p[0]))
     q = unit32(emb.embed(query)).astype(np.float64)
-    cos = {i: float(unit32(emb.embed(t[0])).astype(np.float64) @ q) for i, t in enumerate(items)}
+    cos = {
+        i: max(float(unit32(emb.embed(key)).astype(np.float64) @ q) for key in key_texts(t, x))
+        for i, (t, _, _, x) in enumerate(items)
+    }
     vector = sorted(
         ((i, c) for i, c in cos.items() if c > 1e-6 and ok[i]), key=lambda p: (-p[1], -p[0])
     )
@@ -74,9 +92,10 @@ def oracle(
     return [(i, *fused[i]) for i in top]
 
 
+sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 item = st.tuples(
     st.sampled_from(SCOPES),
-    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+    st.lists(sentence, min_size=1, max_size=3).map(". ".join),
     st.sampled_from(KINDS),
     st.integers(0, 9).map(float),
 )
@@ -96,17 +115,21 @@ def test_search_equals_the_brute_force_oracle(
 ) -> None:
     note(repr((data, query, n, k, kinds, as_of)))
     emb = HashingEmbedder(dim=48)
-    owned: dict[tuple[str, str | None], list[tuple[str, str, float]]] = {s: [] for s in SCOPES}
-    with RecallIndex("sqlite://", embedder=emb, candidates=n) as idx:
+    owned: dict[tuple[str, str | None], list[Any]] = {s: [] for s in SCOPES}
+    with RecallIndex("sqlite://", embedder=emb, candidates=n, keys=KEY_KINDS) as idx:
         for half in (data[: len(data) // 2], data[len(data) // 2 :]):  # searched in between
-            for scope, text, kind, at in half:
+            batch: dict[tuple[str, str | None], list[Message]] = {}
+            for scope, text, role, at in half:
                 mine = owned[scope]
-                if any(t == text for t, _, _ in mine):
+                if any(t == text for t, *_ in mine):
                     continue  # equal vectors would tie by float32 noise at the cut
-                mid = f"m{len(mine)}"
-                msg = Message(mid, "user", content=text, created_at=at)
-                idx.add([msg], user_id=scope[0], tenant=scope[1], session_id="s", kind=kind)
-                mine.append((text, kind, at))
+                sent = batch.setdefault(scope, [])
+                users = [m.text() for m in sent if m.role == "user"]
+                exchange = users[-1] if role != "user" and users else None
+                sent.append(Message(f"m{len(mine)}", role, content=text, created_at=at))
+                mine.append((text, role, at, exchange))
+            for scope, msgs in batch.items():  # one add a scope: replies see their request
+                idx.add(msgs, user_id=scope[0], tenant=scope[1], session_id="s")
             for (user, tenant), mine in owned.items():
                 hits = idx.search(query, user_id=user, tenant=tenant, k=k, kinds=kinds, as_of=as_of)
                 if not mine:

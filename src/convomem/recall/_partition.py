@@ -1,5 +1,6 @@
 """One user's recall items in memory, for the embedded (SQLite) backend: a float32 matrix
-of unit vectors and an inverted index of the texts' words, searched exactly with numpy.
+of the items' unit key vectors (``recall.keys``: one or more an item; an item scores its
+best key) and an inverted index of the texts' words, searched exactly with numpy.
 
 Why in memory: an exact vector search must read every vector of the user anyway, and
 FTS5's ``bm25()`` costs about 2 us per matching row and cannot stop early (``ORDER BY
@@ -95,7 +96,9 @@ class View(NamedTuple):
     """The rows ``[0, n)`` of a partition, as one search sees them."""
 
     n: int
-    cols: Any  # the vectors by column: cols[d, i] is row i's coordinate d
+    keys: int  # key vectors of rows [0, n)
+    cols: Any  # the key vectors by column: cols[d, j] is key j's coordinate d
+    first_key: Any  # first_key[i]: row i's first key (its keys are contiguous)
     rids: Any
     created: Any
     kinds: Any
@@ -115,6 +118,8 @@ class Partition:
         # by column (dim x capacity): a sparse query (HashingEmbedder's: ~50 of 256
         # dimensions) reads only its non-zero dimensions' rows, 4-5x less memory
         self.cols = np.empty((dim, 16), dtype=np.float32)
+        self.keys = 0
+        self.first_key = np.empty(16, dtype=np.int64)
         self.rids = np.empty(16, dtype=np.int64)
         self.created = np.empty(16, dtype=np.float64)
         self.kinds = np.empty(16, dtype=np.int32)
@@ -131,17 +136,18 @@ class Partition:
 
     def nbytes(self) -> int:
         """About how much memory the partition holds."""
-        return int(self.cols.nbytes + 28 * len(self.rids) + 16 * self.postings_count)
+        return int(self.cols.nbytes + 36 * len(self.rids) + 16 * self.postings_count)
 
-    def _grow(self, need: int) -> None:
+    def _grow(self, need: int, keys: int) -> None:
         np = self.np
+        if keys > self.cols.shape[1]:
+            cols = np.empty((self.dim, max(keys, 2 * self.cols.shape[1])), dtype=np.float32)
+            cols[:, : self.keys] = self.cols[:, : self.keys]
+            self.cols = cols
         if need <= len(self.rids):
             return
         size = max(need, 2 * len(self.rids))
-        cols = np.empty((self.dim, size), dtype=np.float32)
-        cols[:, : self.n] = self.cols[:, : self.n]
-        self.cols = cols
-        for name in ("rids", "created", "kinds", "lengths"):
+        for name in ("rids", "created", "kinds", "lengths", "first_key"):
             old = getattr(self, name)
             new = np.empty(size, dtype=old.dtype)
             new[: self.n] = old[: self.n]
@@ -154,11 +160,16 @@ class Partition:
         with self.lock:
             fresh = [r for r in rows if r[0] > self.top]
             start, end = self.n, self.n + len(fresh)
-            self._grow(end)
+            width = 4 * self.dim
+            counts = [len(r[4]) // width for r in fresh]
+            k0, k1 = self.keys, self.keys + sum(counts)
+            self._grow(end, k1)
             if fresh:
                 blob = b"".join(r[4] for r in fresh)
-                block = np.frombuffer(blob, dtype=np.float32).reshape(end - start, -1)
-                self.cols[:, start:end] = block.T
+                block = np.frombuffer(blob, dtype=np.float32).reshape(k1 - k0, -1)
+                self.cols[:, k0:k1] = block.T
+                self.first_key[start:end] = np.cumsum([k0, *counts[:-1]])
+                self.keys = k1
                 self.rids[start:end] = [r[0] for r in fresh]
                 self.created[start:end] = [r[2] for r in fresh]
                 codes = self.kind_codes
@@ -220,7 +231,9 @@ class Partition:
                 norms = self._norms[1]
             view = View(
                 self.n,
+                self.keys,
                 self.cols,
+                self.first_key,
                 self.rids,
                 self.created,
                 self.kinds,
@@ -334,15 +347,19 @@ def _max_score(
 
 
 def similarities(np: Any, v: View, query: Any) -> Any:
-    """Every row's dot product with ``query`` (float32). A query with few non-zero
-    dimensions sums only those dimensions' columns (the same products, skipping zeros)."""
+    """Every row's best dot product with ``query`` over its keys (float32). A query with
+    few non-zero dimensions sums only those dimensions' rows of ``cols`` (the same
+    products, skipping zeros)."""
     nz = np.flatnonzero(query)
     if 2 * len(nz) >= len(query):
-        return query @ v.cols[:, : v.n]
-    sims = np.zeros(v.n, dtype=np.float32)
-    for d in nz.tolist():
-        sims += query[d] * v.cols[d, : v.n]
-    return sims
+        sims = query @ v.cols[:, : v.keys]
+    else:
+        sims = np.zeros(v.keys, dtype=np.float32)
+        for d in nz.tolist():
+            sims += query[d] * v.cols[d, : v.keys]
+    if v.keys == v.n:  # one key a row
+        return sims
+    return np.maximum.reduceat(sims, v.first_key[: v.n]) if v.n else sims[:0]
 
 
 def vector(

@@ -54,6 +54,8 @@ from ._facts_table import FactsTable, UserFacts, dump, history_of
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, HashingEmbedder, _numpy
 from .fusion import RRF_K, vector_weight_of
+from .keys import DEFAULT as DEFAULT_KEYS
+from .keys import check_keys
 
 __all__ = ["Hit", "RecallIndex"]
 
@@ -136,14 +138,20 @@ class _Options:
         batch_size: int,
         clock: Callable[[], float],
         vector_weight: float | None = None,
+        keys: Sequence[str] = DEFAULT_KEYS,
     ) -> None:
         self.np = _np()
+        self.keys = check_keys(keys)
         self.embedder = HashingEmbedder() if embedder is None else embedder
         self.vector_weight = vector_weight_of(self.embedder, vector_weight)
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
         self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
         self.clock = _check.function("clock", clock, "() -> epoch seconds")
+
+    def add_gen(self, backend: Any, plan: Planned) -> Gen:
+        """One planned ``add``, for either twin to drive."""
+        return add_gen(backend, self.np, plan, self.clock(), self.keys)
 
     def search_gen(
         self,
@@ -180,7 +188,9 @@ class RecallIndex:
     defaults to ``HashingEmbedder()``; ``candidates`` is how many lexical and how many
     vector candidates are fused; ``rrf_k`` the fusion constant; ``vector_weight`` the
     vector list's weight in the fusion against the lexical list's 1 (None: the
-    embedder's ``fusion_weight``, see ``fusion``).
+    embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
+    embedded under (``recall.keys``: the whole text, its sentences, the exchange it
+    answers; an item scores its best key).
     """
 
     def __init__(
@@ -194,9 +204,10 @@ class RecallIndex:
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
+        keys: Sequence[str] = DEFAULT_KEYS,
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys
         )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):
@@ -247,8 +258,7 @@ class RecallIndex:
         return int(self._add(plan))
 
     def _add(self, plan: Planned) -> Any:
-        gen = add_gen(self.backend, self._opts.np, plan, self._opts.clock())
-        return _io.drive(gen, self._perform)
+        return _io.drive(self._opts.add_gen(self.backend, plan), self._perform)
 
     def submit(
         self,
