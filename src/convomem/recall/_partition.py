@@ -28,6 +28,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+from ._keyvecs import KeyVectors, Snapshot, similarities
 from .fusion import _WORD, VECTOR_TOLERANCE, query_terms
 
 K1: Final = 1.2
@@ -96,9 +97,7 @@ class View(NamedTuple):
     """The rows ``[0, n)`` of a partition, as one search sees them."""
 
     n: int
-    keys: int  # key vectors of rows [0, n)
-    cols: Any  # the key vectors by column: cols[d, j] is key j's coordinate d
-    first_key: Any  # first_key[i]: row i's first key (its keys are contiguous)
+    vecs: Snapshot  # the rows' key vectors
     rids: Any
     created: Any
     kinds: Any
@@ -115,11 +114,7 @@ class Partition:
         self.n = 0
         self.top = 0  # the largest rid loaded
         self.added = self.removed = -1  # the user's counters this partition reflects
-        # by column (dim x capacity): a sparse query (HashingEmbedder's: ~50 of 256
-        # dimensions) reads only its non-zero dimensions' rows, 4-5x less memory
-        self.cols = np.empty((dim, 16), dtype=np.float32)
-        self.keys = 0
-        self.first_key = np.empty(16, dtype=np.int64)
+        self.vecs = KeyVectors(np, dim)
         self.rids = np.empty(16, dtype=np.int64)
         self.created = np.empty(16, dtype=np.float64)
         self.kinds = np.empty(16, dtype=np.int32)
@@ -132,22 +127,18 @@ class Partition:
 
     @property
     def dim(self) -> int:
-        return int(self.cols.shape[0])
+        return self.vecs.dim
 
     def nbytes(self) -> int:
         """About how much memory the partition holds."""
-        return int(self.cols.nbytes + 36 * len(self.rids) + 16 * self.postings_count)
+        return int(self.vecs.nbytes() + 28 * len(self.rids) + 16 * self.postings_count)
 
-    def _grow(self, need: int, keys: int) -> None:
+    def _grow(self, need: int) -> None:
         np = self.np
-        if keys > self.cols.shape[1]:
-            cols = np.empty((self.dim, max(keys, 2 * self.cols.shape[1])), dtype=np.float32)
-            cols[:, : self.keys] = self.cols[:, : self.keys]
-            self.cols = cols
         if need <= len(self.rids):
             return
         size = max(need, 2 * len(self.rids))
-        for name in ("rids", "created", "kinds", "lengths", "first_key"):
+        for name in ("rids", "created", "kinds", "lengths"):
             old = getattr(self, name)
             new = np.empty(size, dtype=old.dtype)
             new[: self.n] = old[: self.n]
@@ -156,20 +147,12 @@ class Partition:
     def extend(self, rows: Sequence[Any], added: int, removed: int) -> None:
         """Append ``(rid, kind, created_at, text, vec)`` rows (those newer than what is
         loaded: another thread may have loaded some), and note the counters read."""
-        np = self.np
         with self.lock:
             fresh = [r for r in rows if r[0] > self.top]
             start, end = self.n, self.n + len(fresh)
-            width = 4 * self.dim
-            counts = [len(r[4]) // width for r in fresh]
-            k0, k1 = self.keys, self.keys + sum(counts)
-            self._grow(end, k1)
+            self._grow(end)
             if fresh:
-                blob = b"".join(r[4] for r in fresh)
-                block = np.frombuffer(blob, dtype=np.float32).reshape(k1 - k0, -1)
-                self.cols[:, k0:k1] = block.T
-                self.first_key[start:end] = np.cumsum([k0, *counts[:-1]])
-                self.keys = k1
+                self.vecs.append([r[4] for r in fresh], start)
                 self.rids[start:end] = [r[0] for r in fresh]
                 self.created[start:end] = [r[2] for r in fresh]
                 codes = self.kind_codes
@@ -231,9 +214,7 @@ class Partition:
                 norms = self._norms[1]
             view = View(
                 self.n,
-                self.keys,
-                self.cols,
-                self.first_key,
+                self.vecs.snapshot(),
                 self.rids,
                 self.created,
                 self.kinds,
@@ -346,22 +327,6 @@ def _max_score(
     return None
 
 
-def similarities(np: Any, v: View, query: Any) -> Any:
-    """Every row's best dot product with ``query`` over its keys (float32). A query with
-    few non-zero dimensions sums only those dimensions' rows of ``cols`` (the same
-    products, skipping zeros)."""
-    nz = np.flatnonzero(query)
-    if 2 * len(nz) >= len(query):
-        sims = query @ v.cols[:, : v.keys]
-    else:
-        sims = np.zeros(v.keys, dtype=np.float32)
-        for d in nz.tolist():
-            sims += query[d] * v.cols[d, : v.keys]
-    if v.keys == v.n:  # one key a row
-        return sims
-    return np.maximum.reduceat(sims, v.first_key[: v.n]) if v.n else sims[:0]
-
-
 def vector(
     np: Any,
     part: Partition,
@@ -374,7 +339,7 @@ def vector(
     v, _ = part.view()
     if not v.n:
         return []
-    sims = similarities(np, v, query)
+    sims = similarities(np, v.vecs, v.n, query)
     mask = mask_of(np, v, kinds, as_of)
     if mask is not None:
         sims[~mask] = -np.inf

@@ -54,8 +54,7 @@ from ._facts_table import FactsTable, UserFacts, dump, history_of
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, HashingEmbedder, _numpy
 from .fusion import RRF_K, vector_weight_of
-from .keys import DEFAULT as DEFAULT_KEYS
-from .keys import check_keys
+from .keys import keys_for
 
 __all__ = ["Hit", "RecallIndex"]
 
@@ -138,12 +137,12 @@ class _Options:
         batch_size: int,
         clock: Callable[[], float],
         vector_weight: float | None = None,
-        keys: Sequence[str] = DEFAULT_KEYS,
+        keys: Sequence[str] | None = None,
     ) -> None:
         self.np = _np()
-        self.keys = check_keys(keys)
         self.embedder = HashingEmbedder() if embedder is None else embedder
         self.vector_weight = vector_weight_of(self.embedder, vector_weight)
+        self.keys = keys_for(self.embedder, keys)
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
         self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
@@ -190,7 +189,7 @@ class RecallIndex:
     vector list's weight in the fusion against the lexical list's 1 (None: the
     embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
     embedded under (``recall.keys``: the whole text, its sentences, the exchange it
-    answers; an item scores its best key).
+    answers; an item scores its best key; None: what the embedder declares).
     """
 
     def __init__(
@@ -204,7 +203,7 @@ class RecallIndex:
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
-        keys: Sequence[str] = DEFAULT_KEYS,
+        keys: Sequence[str] | None = None,
     ) -> None:
         self._opts = _Options(
             embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys

@@ -36,7 +36,6 @@ from .index import (
     check_save,
     erase_op,
 )
-from .keys import DEFAULT as DEFAULT_KEYS
 
 __all__ = ["AsyncRecallIndex"]
 
@@ -78,7 +77,7 @@ class AsyncRecallIndex:
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
-        keys: Sequence[str] = DEFAULT_KEYS,
+        keys: Sequence[str] | None = None,
     ) -> None:
         self._opts = _Options(
             embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys

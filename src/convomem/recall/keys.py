@@ -12,8 +12,11 @@ A message's vector similarity to a query is the best cosine over its keys:
   about what the assistant said ("Which novel did you recommend?") is phrased like the
   user's request, not like the reply that holds the answer.
 
-Measured on the LongMem dev set (bench/README.md): vectors alone, recall_any@10 0.733
-with the message key only, 0.85 with all three.
+A ``RecallIndex`` uses the kinds its ``keys=`` names, else those its embedder declares
+(``recall_keys``: HashingEmbedder one, trained models all three). Measured on the
+LongMem dev set with MiniLM (bench/README.md): vectors alone, recall_any@10 0.733 with
+the message key only, 0.892 with all three; each key costs an embedding at ingest and a
+column in the search's scan.
 """
 
 from __future__ import annotations
@@ -25,12 +28,17 @@ from typing import Final
 from ..errors import ConfigError
 
 KINDS: Final = ("message", "sentences", "exchange")
-DEFAULT: Final = KINDS
 MIN_WORDS: Final = 3
 MAX_SENTENCES: Final = 16
 """Sentence keys of one message at most (its first ones): bounds a long text's cost."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def keys_for(embedder: object, keys: object) -> tuple[str, ...]:
+    """``keys`` checked, or (None) what the embedder declares (``recall_keys``; every
+    kind when it declares none)."""
+    return check_keys(getattr(embedder, "recall_keys", KINDS) if keys is None else keys)
 
 
 def check_keys(keys: object) -> tuple[str, ...]:
