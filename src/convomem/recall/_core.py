@@ -20,6 +20,7 @@ from ..errors import ConfigError, InvalidMessage, MessageConflict
 from ..model import Message
 from ..stores.records import check_name
 from ._backend import Item, Scope
+from ._rerank import asks_present, asks_when, factors
 from .fusion import fuse, query_terms
 from .keys import exchanges, message_keys
 
@@ -205,8 +206,11 @@ def search_gen(
     rrf_k: int,
     neighbours: int = 0,
     vector_weight: float = 1.0,
+    rerank: bool = False,
 ) -> Gen:
-    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``)."""
+    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``);
+    ``rerank``: a "now" or "when" question reorders the best ``candidates`` by
+    ``_rerank.factors`` before the cut."""
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r}: must be a string")
     terms = query_terms(query)
@@ -222,9 +226,15 @@ def search_gen(
         lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
         vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
         fused = fuse(lexical, vector, rrf_k=rrf_k, vector_weight=vector_weight)
-        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:k]
+        wide = rerank and (asks_present(query) or asks_when(query))
+        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[: n if wide else k]
         rows = yield from backend.rows(scope, top)
         found = [(rows[rid], fused[rid]) for rid in top if rid in rows]
+        by = wide and factors(query, [r.created_at for r, _ in found], [r.text for r, _ in found])
+        if by:
+            found = [(r, (s * f, x, c)) for (r, (s, x, c)), f in zip(found, by, strict=True)]
+            found.sort(key=lambda rf: -rf[1][0])  # stable: equal scores keep their order
+        found = found[:k]
         near: list[Any] = []
         around = sorted({(r.session_id, r.seq) for r, _ in found if r.seq is not None})
         if neighbours and around:

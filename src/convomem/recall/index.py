@@ -138,8 +138,10 @@ class _Options:
         clock: Callable[[], float],
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
+        rerank: bool = True,
     ) -> None:
         self.np = _np()
+        self.rerank = _check.flag("rerank", rerank)
         self.embedder = HashingEmbedder() if embedder is None else embedder
         self.vector_weight = vector_weight_of(self.embedder, vector_weight)
         self.keys = keys_for(self.embedder, keys)
@@ -176,6 +178,7 @@ class _Options:
             self.rrf_k,
             _check.integer("neighbours", neighbours, minimum=0, maximum=100),
             self.vector_weight,
+            self.rerank,
         )
 
 
@@ -189,7 +192,9 @@ class RecallIndex:
     vector list's weight in the fusion against the lexical list's 1 (None: the
     embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
     embedded under (``recall.keys``: the whole text, its sentences, the exchange it
-    answers; an item scores its best key; None: what the embedder declares).
+    answers; an item scores its best key; None: what the embedder declares); ``rerank``
+    whether a question about the present ("now") or a time ("when") reorders the best
+    candidates, newer or dated items up (``_rerank``), before the cut to ``k``.
     """
 
     def __init__(
@@ -204,9 +209,10 @@ class RecallIndex:
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
+        rerank: bool = True,
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):

@@ -78,9 +78,10 @@ class AsyncRecallIndex:
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
+        rerank: bool = True,
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):
