@@ -1,16 +1,21 @@
 """RecallIndex: search latency and ingest throughput, against brute-force floors.
 
 Indexes ``--messages`` synthetic conversational messages (seeded; 8-20 words from a
-2,000-word vocabulary, HashingEmbedder(dim=256)) in two layouts: **one user** holding
+2,000-word vocabulary in 1-3 sentences, user and assistant messages alternating,
+HashingEmbedder(dim=256); each message embedded under ``--keys``, by default the
+embedder's ``recall_keys``: HashingEmbedder's the text alone, ``--keys
+message,sentences,exchange`` adds its sentences and the exchange a reply answers) in two
+layouts: **one user** holding
 them all, and **spread** over ``--users`` users (same total). Then ``--queries``
 searches (3-6 words; k=10), each for a random user of the layout, timed one by one
 (p50/p99, after one warm-up search per user measured separately as "cold").
 
 Floors measured in the same run:
 
-- **search**: the exact vector scan alone, in numpy, on the user's float32 matrix
-  already in memory (``mat @ q`` + ``argpartition``): what any exact vector search pays;
-  the index adds BM25 (FTS5 / tsvector), fusion and reading the hits' rows.
+- **search**: the exact vector scan alone, in numpy, on a float32 matrix of one vector
+  per message of the user, already in memory (``mat @ q`` + ``argpartition``): what any
+  exact message-level vector search pays; the index adds its other keys, BM25, fusion
+  and reading the hits' rows.
 - **ingest**: embedding the same texts with the same embedder plus a raw
   ``executemany`` of (text, vector blob) rows into a bare SQLite table.
 
@@ -44,9 +49,13 @@ import numpy as np
 
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.recall.keys import KINDS as KEY_KINDS
 from convomem.stores import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+
+ROLES = ("user", "assistant")
 
 
 def vocabulary(rng: random.Random, size: int = 2000) -> list[str]:
@@ -60,7 +69,12 @@ def corpus(n: int, seed: int) -> tuple[list[str], list[str]]:
     vocab = vocabulary(rng)
     weights = [1.0 / (i + 1) for i in range(len(vocab))]  # Zipf-like, as in conversation
     cum = list(itertools.accumulate(weights))  # the same draws as weights=, made once
-    texts = [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(8, 20))) for _ in range(n)]
+    texts = []
+    for _ in range(n):
+        words = rng.choices(vocab, cum_weights=cum, k=rng.randint(8, 20))
+        cuts = sorted(rng.sample(range(3, len(words) - 2), rng.randint(0, 2)))
+        parts = [words[a:b] for a, b in zip([0, *cuts], [*cuts, len(words)], strict=True)]
+        texts.append(". ".join(" ".join(p) for p in parts) + ".")
     queries = [
         " ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(3, 6))) for _ in range(2000)
     ]
@@ -79,7 +93,7 @@ def ingest(idx: RecallIndex, texts: list[str], users: int, batch: int = 1000) ->
         mine = texts[u * per : (u + 1) * per]
         for i in range(0, len(mine), batch):
             msgs = [
-                Message(f"m{u}-{i + j}", "user", content=t, created_at=float(i + j))
+                Message(f"m{u}-{i + j}", ROLES[j % 2], content=t, created_at=float(i + j))
                 for j, t in enumerate(mine[i : i + batch])
             ]
             idx.add(msgs, user_id=f"user{u}", session_id=f"s{u}-{i // 5000}")
@@ -163,7 +177,7 @@ def vector_floor(
 def run_backend(name: str, url: str, texts: list[str], queries: list[str], args: Any) -> None:
     for users in args.layouts:
         db = open_store(url)
-        idx = RecallIndex(db, embedder=args.emb)
+        idx = RecallIndex(db, embedder=args.emb, keys=args.keys)
         took = ingest(idx, texts, users)
         rate = len(texts) / took
         s = searches(idx, queries[: args.queries], users, args.seed)
@@ -192,10 +206,17 @@ def main() -> None:
     parser.add_argument("--no-sqlite", dest="sqlite", action="store_false")
     parser.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
     parser.add_argument(
+        "--keys",
+        default=None,
+        help=f"RecallIndex(keys=...), comma-separated of {','.join(KEY_KINDS)} "
+        "(default: the embedder's recall_keys)",
+    )
+    parser.add_argument(
         "--layouts", default="one,spread", help="one (a single user), spread (--users users)"
     )
     args = parser.parse_args()
     args.emb = make_embedder(args.embedder)
+    args.keys = None if args.keys is None else args.keys.split(",")
     args.layouts = [1 if name == "one" else args.users for name in args.layouts.split(",")]
     texts, queries = corpus(args.messages, args.seed)
     shm = Path("/dev/shm")

@@ -10,9 +10,9 @@ For each set (``dev``: the templates recall may be tuned on; ``heldout``: never 
 on the same database (``HashingEmbedder`` by default). Then every question is asked,
 as of its date, of:
 
-- **hybrid**: ``index.search(question, user_id=u, k=10, as_of=...)`` (BM25 + vectors, RRF);
-- **rerank**: the same search's best 50, reordered by ``recall._rerank.rerank`` (the
-  present for "now" questions, dated turns for "when" questions), first 10;
+- **hybrid**: ``index.search(question, user_id=u, k=10, as_of=...)`` (BM25 + vectors,
+  weighted RRF, then the rerank of "now" and "when" questions, ``recall._rerank``);
+- **fusion**: the same without the rerank (``RecallIndex(..., rerank=False)``);
 - **bm25** / **vector**: the index's own lexical and vector candidate lists alone;
 - **+neighbours**: a hit also counts for the turns next to it in its session: those
   ``search(neighbours=N)`` attaches (``--neighbours N``), else (an estimate) the messages
@@ -53,7 +53,6 @@ import datetime as dt
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall._core import Db, scope_of, unit32
-from convomem.recall._rerank import rerank
 from convomem.recall.fusion import query_terms
 from convomem.session import ConversationMemory
 from convomem.stores import open_store
@@ -63,7 +62,7 @@ from longmem.generate import generate
 K = 10
 BUDGET = 4000
 POOL = 50
-METHODS = ("hybrid", "rerank", "bm25", "vector", "recency")
+METHODS = ("hybrid", "fusion", "bm25", "vector", "recency")
 
 
 def _epoch(iso: str) -> float:
@@ -141,6 +140,8 @@ def run_set(
     path = Path(workdir) / f"longmem-{data['set']}.db"
     db = open_store(f"sqlite:///{path}")
     index = RecallIndex(db, embedder=embedder, vector_weight=vector_weight)
+    # the same items, searched without the rerank (its own partitions; queries only)
+    plain = RecallIndex(db, embedder=embedder, vector_weight=vector_weight, rerank=False)
     owner_session: dict[str, str] = {}
     owner_message: dict[str, str] = {}
     history: dict[str, list[Message]] = {}
@@ -184,8 +185,9 @@ def run_set(
         rec: dict[str, Any] = {"q": q, "cross_user": cross}
         rec["hybrid"] = [h.message_id for h in hits]
         rec["signal_hybrid"] = max((h.similarity or 0.0 for h in hits), default=0.0)
-        rec["rerank"] = [h.message_id for h in rerank(pool, q["question"], k=K)]
-        rec["signal_rerank"] = rec["signal_hybrid"]
+        fusion = plain.search(q["question"], user_id=uid, k=K, as_of=as_of, **search_kw)
+        rec["fusion"] = [h.message_id for h in fusion]
+        rec["signal_fusion"] = max((h.similarity or 0.0 for h in fusion), default=0.0)
         for mode in ("bm25", "vector"):
             found = _alone(index, mode, q["question"], uid, as_of)
             rec[mode] = [r.message_id for r, _ in found]
@@ -204,12 +206,16 @@ def run_set(
         if neighbours:  # the hits' own context (search(neighbours=N))
             got = {h.message_id: {h.message_id, *(t.message_id for t in h.context)} for h in pool}
             rec["hybrid_around"] = [got[mid] for mid in rec["hybrid"]]
-            rec["rerank_around"] = [got[mid] for mid in rec["rerank"]]
+            got.update(
+                (h.message_id, {h.message_id, *(t.message_id for t in h.context)}) for h in fusion
+            )
+            rec["fusion_around"] = [got[mid] for mid in rec["fusion"]]
         else:  # an estimate from the data: the messages just before and after each hit
-            for m in ("hybrid", "rerank"):
+            for m in ("hybrid", "fusion"):
                 rec[f"{m}_around"] = [around[mid] for mid in rec[m]]
         records.append(rec)
     asking = time.perf_counter() - t0
+    plain.close()
     index.close()
     db.close()
     return {
@@ -265,7 +271,7 @@ def score(result: dict[str, Any], thresholds: dict[str, float] | None) -> dict[s
             row["qa_context"] = metrics.rate([r["qa_hybrid"] for r in answerable])
         if m == "recency":
             row["qa_context"] = metrics.rate([r["qa_recency"] for r in answerable])
-        if m in ("hybrid", "rerank"):
+        if m in ("hybrid", "fusion"):
             row["recall_any@10 +neighbours"] = metrics.rate(
                 [
                     bool(set(r["q"]["evidence"]) & set().union(*r[f"{m}_around"][:K]))

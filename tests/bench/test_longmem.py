@@ -110,7 +110,7 @@ def test_the_runner_end_to_end_on_two_users(tmp_path: Path) -> None:
     assert len(result["records"]) == len(data["questions"])
     s = score(result, None)
     assert s["cross_user"] == 0
-    for method in ("hybrid", "rerank", "bm25", "vector", "recency"):
+    for method in ("hybrid", "fusion", "bm25", "vector", "recency"):
         row = s[method]
         assert 0.0 <= row["recall_any@5"] <= row["recall_any@10"] <= 1.0
         assert 0.0 <= row["ndcg@10"] <= 1.0

@@ -294,6 +294,15 @@ def test_cache_eviction_keeps_at_most_max_size() -> None:
     assert len(cache) == 0
 
 
+def test_a_cached_text_evicted_by_the_same_call_still_gets_its_vector() -> None:
+    """A full cache: the call's new texts evict the cached one it also asks for."""
+    cache = EmbeddingCache(Counting(), max_size=2)
+    cache.vectors([user(1, "a"), user(2, "bb")])
+    vecs = cache.vectors([user(3, "a"), user(4, "ccc"), user(5, "dddd"), user(6, "a")])
+    assert [v[0] for v in vecs] == [1.0, 3.0, 4.0, 1.0] and cache.embedded == 4
+    assert "a" not in cache._cache
+
+
 class Scripted:
     """An embedder returning prepared outputs, to test validation."""
 

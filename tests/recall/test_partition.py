@@ -5,24 +5,26 @@ over several users and tenants whose items never cross."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import unicodedata
 from typing import Any
 
 import numpy as np
-from hypothesis import given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall._partition import K1, B
 from convomem.recall.fusion import fuse
+from convomem.recall.keys import KINDS as KEY_KINDS
 
 EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "40"))
 WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "café", "Cafe", "train"]
 SCOPES = [("a", None), ("b", None), ("a", "t1")]
-KINDS = ["user", "assistant", "summary"]
+KINDS = ["user", "assistant", "system"]  # the messages' roles, so their kinds
 
 
 def fold(word: str) -> str:
@@ -36,8 +38,19 @@ def unit32(v: Any) -> Any:
     return (a / norm if norm else a).astype(np.float32)
 
 
+def sentences(text: str) -> list[str]:
+    """The oracle's sentence keys: parts ending ". " (the dot kept) of 3+ words, when there
+    are 2+."""
+    parts = [p for p in text.replace(". ", ".\x00").split("\x00") if p]
+    return [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
+
+
+def key_texts(text: str, exchange: str | None) -> list[str]:
+    return [text, *sentences(text), *([f"{exchange}\n{text}"] if exchange else [])]
+
+
 def oracle(
-    items: list[tuple[str, str, float]],
+    items: list[tuple[str, str, float, str | None]],
     query: str,
     emb: HashingEmbedder,
     n: int,
@@ -46,9 +59,12 @@ def oracle(
     as_of: float | None,
 ) -> list[tuple[int, float, float | None, float | None]]:
     """(item index, fused, bm25, cosine) of the k best of one user's ``(text, kind,
-    created_at)`` items, index order being insertion order."""
-    docs = [[fold(w) for w in text.split()] for text, _, _ in items]
-    ok = [(kinds is None or kd in kinds) and (as_of is None or at <= as_of) for _, kd, at in items]
+    created_at, exchange)`` items, index order being insertion order; an item's cosine is
+    its best key's (the text, its sentences, the exchange it answers)."""
+    docs = [[fold(w) for w in text.replace(".", " ").split()] for text, _, _, _ in items]
+    ok = [
+        (kinds is None or kd in kinds) and (as_of is None or at <= as_of) for _, kd, at, _ in items
+    ]
     avgdl = sum(len(d) for d in docs) / len(docs)
     terms = list(dict.fromkeys(fold(w) for w in query.split()))
     bm25: dict[int, float] = {}
@@ -64,7 +80,13 @@ def oracle(
                 bm25[i] = bm25.get(i, 0.0) + s
     lexical = sorted(((i, s) for i, s in bm25.items() if ok[i]), key=lambda p: (-p[1], -p[0]))
     q = unit32(emb.embed(query)).astype(np.float64)
-    cos = {i: float(unit32(emb.embed(t[0])).astype(np.float64) @ q) for i, t in enumerate(items)}
+    cos = {
+        i: max(float(unit32(emb.embed(key)).astype(np.float64) @ q) for key in key_texts(t, x))
+        for i, (t, _, _, x) in enumerate(items)
+    }
+    # float32 storage cannot order cosines closer than this that are not equal
+    values = sorted(cos.values())
+    assume(all(b == a or b - a > 1e-5 for a, b in itertools.pairwise(values)))
     vector = sorted(
         ((i, c) for i, c in cos.items() if c > 1e-6 and ok[i]), key=lambda p: (-p[1], -p[0])
     )
@@ -74,9 +96,10 @@ def oracle(
     return [(i, *fused[i]) for i in top]
 
 
+sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 item = st.tuples(
     st.sampled_from(SCOPES),
-    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+    st.lists(sentence, min_size=1, max_size=3).map(". ".join),
     st.sampled_from(KINDS),
     st.integers(0, 9).map(float),
 )
@@ -96,17 +119,21 @@ def test_search_equals_the_brute_force_oracle(
 ) -> None:
     note(repr((data, query, n, k, kinds, as_of)))
     emb = HashingEmbedder(dim=48)
-    owned: dict[tuple[str, str | None], list[tuple[str, str, float]]] = {s: [] for s in SCOPES}
-    with RecallIndex("sqlite://", embedder=emb, candidates=n) as idx:
+    owned: dict[tuple[str, str | None], list[Any]] = {s: [] for s in SCOPES}
+    with RecallIndex("sqlite://", embedder=emb, candidates=n, keys=KEY_KINDS) as idx:
         for half in (data[: len(data) // 2], data[len(data) // 2 :]):  # searched in between
-            for scope, text, kind, at in half:
+            batch: dict[tuple[str, str | None], list[Message]] = {}
+            for scope, text, role, at in half:
                 mine = owned[scope]
-                if any(t == text for t, _, _ in mine):
+                if any(t == text for t, *_ in mine):
                     continue  # equal vectors would tie by float32 noise at the cut
-                mid = f"m{len(mine)}"
-                msg = Message(mid, "user", content=text, created_at=at)
-                idx.add([msg], user_id=scope[0], tenant=scope[1], session_id="s", kind=kind)
-                mine.append((text, kind, at))
+                sent = batch.setdefault(scope, [])
+                users = [m.text() for m in sent if m.role == "user"]
+                exchange = users[-1] if role != "user" and users else None
+                sent.append(Message(f"m{len(mine)}", role, content=text, created_at=at))
+                mine.append((text, role, at, exchange))
+            for scope, msgs in batch.items():  # one add a scope: replies see their request
+                idx.add(msgs, user_id=scope[0], tenant=scope[1], session_id="s")
             for (user, tenant), mine in owned.items():
                 hits = idx.search(query, user_id=user, tenant=tenant, k=k, kinds=kinds, as_of=as_of)
                 if not mine:
@@ -186,28 +213,31 @@ def test_max_score_prunes_the_common_words_rows() -> None:
 @given(
     seed=st.integers(0, 2**32 - 1),
     dim=st.integers(1, 40),
-    batches=st.lists(st.integers(1, 40), min_size=1, max_size=4),
+    batches=st.lists(st.lists(st.integers(1, 4), min_size=1, max_size=30), max_size=4),
     zeros=st.floats(0.0, 1.0),
 )
-def test_similarities_are_the_dot_products_sparse_or_dense(
-    seed: int, dim: int, batches: list[int], zeros: float
+def test_similarities_are_each_rows_best_key_sparse_or_dense(
+    seed: int, dim: int, batches: list[list[int]], zeros: float
 ) -> None:
-    """Rows added in batches (the column store grows) against float64 dot products, for
-    queries from all-zero to dense (the sparse path sums only the non-zero dimensions)."""
+    """Rows of 1-4 keys added in batches (the slots grow) against the float64 maximum
+    of their keys' dot products, for queries from all-zero to dense (the sparse path sums
+    only the non-zero dimensions); a view taken before later batches sees its rows only."""
     from convomem.recall import _partition
 
     rng = np.random.default_rng(seed)
     part = _partition.Partition(np, dim)
-    rows: list[Any] = []
-    for size in batches:
-        block = rng.standard_normal((size, dim)).astype(np.float32)
-        new = [(len(rows) + i + 1, "user", 0.0, "w", block[i].tobytes()) for i in range(size)]
-        part.extend(new, len(rows) + size, 0)
-        rows += [block[i] for i in range(size)]
     query = rng.standard_normal(dim).astype(np.float32)
     query[rng.random(dim) < zeros] = 0.0
-    v, _ = part.view()
-    got = _partition.similarities(np, v, query)
-    want = np.array(rows, dtype=np.float64) @ query.astype(np.float64)
-    assert got.dtype == np.float32 and got.shape == (len(rows),)
-    assert np.allclose(got, want, rtol=1e-5, atol=1e-4)
+    rows: list[Any] = []
+    views = []
+    for counts in batches:
+        keys = [rng.standard_normal((c, dim)).astype(np.float32) for c in counts]
+        new = [(len(rows) + i + 1, "user", 0.0, "w", k.tobytes()) for i, k in enumerate(keys)]
+        part.extend(new, len(rows) + len(keys), 0)
+        rows += keys
+        views.append((part.view()[0], len(rows)))
+    for v, n in views:
+        got = _partition.similarities(np, v.vecs, v.n, query)
+        want = [float(np.max(k.astype(np.float64) @ query.astype(np.float64))) for k in rows[:n]]
+        assert v.n == n and got.dtype == np.float32 and got.shape == (n,)
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-4)

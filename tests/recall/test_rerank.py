@@ -1,5 +1,5 @@
 """recall._rerank: the present first for "now" questions, dated turns for "when" ones;
-every other question keeps the fused order."""
+every other question keeps the fused order; ``RecallIndex.search`` applies it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convomem.model import Message
+from convomem.recall import RecallIndex
 from convomem.recall._core import Hit
 from convomem.recall._rerank import asks_present, asks_when, is_dated, rerank
+from convomem.stores import open_store
 
 
 def hit(mid: str, score: float, created: float, text: str = "some text") -> Hit:
@@ -69,3 +72,52 @@ def test_a_permutation_and_untouched_order_for_other_questions(
     if query == "What is it?":
         assert out == hits
     assert rerank(hits, query, k=3) == out[:3]
+
+
+WORDS = ["gym", "now", "when", "FitLab", "March", "yesterday", "moved", "dentist", "I"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+        min_size=1,
+        max_size=30,
+    ),
+    query=st.sampled_from(["Which gym do I go to now?", "When did I go to the dentist?", "gym"]),
+    k=st.integers(1, 8),
+    candidates=st.integers(1, 12),
+)
+def test_search_reranks_its_best_candidates_before_the_cut(
+    texts: list[str], query: str, k: int, candidates: int
+) -> None:
+    """``RecallIndex.search`` (``rerank=True``) is the fused best ``candidates`` of an
+    index without it, reordered by ``rerank``, cut to ``k``; other questions unchanged."""
+
+    with open_store("sqlite://") as db:
+        plain = RecallIndex(db, candidates=candidates, rerank=False)
+        msgs = [
+            Message(f"m{i}", "user", content=t, created_at=float(i)) for i, t in enumerate(texts)
+        ]
+        plain.add(msgs, user_id="u", session_id="s")
+        index = RecallIndex(db, candidates=candidates)
+        got = index.search(query, user_id="u", k=k)
+        fused = plain.search(query, user_id="u", k=max(k, candidates))
+        want = rerank(fused, query, k=k) if asks_present(query) or asks_when(query) else fused[:k]
+        assert [(h.message_id, h.score) for h in got] == [(h.message_id, h.score) for h in want]
+        index.close()
+        plain.close()
+
+
+def test_the_newer_statement_comes_first_for_a_now_question_and_rerank_false_keeps_it() -> None:
+
+    old = Message("old", "user", content="My gym is FitLab near the station", created_at=1.0)
+    filler = [Message(f"f{i}", "user", content=f"note {i}", created_at=2.0 + i) for i in range(5)]
+    new = Message("new", "user", content="I switched gym to PulseHaus", created_at=10.0)
+    with open_store("sqlite://") as db:
+        for on, first in ((True, "new"), (False, "old")):
+            index = RecallIndex(db, rerank=on)
+            index.add([old, *filler, new], user_id="u", session_id="s")
+            hits = index.search("Which gym is my gym now?", user_id="u", k=2)
+            assert hits[0].message_id == first
+            index.close()

@@ -47,7 +47,11 @@ class Scope(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One item to index: its text, its unit vector (float32 bytes) and where it is from."""
+    """One item to index: its text, its unit key vectors and where it is from.
+
+    ``vec``: the float32 bytes of one or more unit vectors of one dimension, concatenated;
+    the first is the whole text's, the others its other keys (``recall.keys``). A
+    backend's ``vector`` search scores an item by its best key."""
 
     session_id: str
     message_id: str
@@ -93,7 +97,8 @@ class Backend(Protocol):
     def vector(
         self, scope: Scope, query: Any, n: int, kinds: Any, as_of: float | None
     ) -> list[tuple[int, float]]:
-        """The ``n`` best ``(rid, cosine)`` for a unit float32 query vector."""
+        """The ``n`` best ``(rid, cosine)`` for a unit float32 query vector (an item's
+        cosine: its best key's)."""
         ...
 
     def rows(self, scope: Scope, rids: Sequence[int]) -> dict[int, Row]:

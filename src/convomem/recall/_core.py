@@ -20,7 +20,9 @@ from ..errors import ConfigError, InvalidMessage, MessageConflict
 from ..model import Message
 from ..stores.records import check_name
 from ._backend import Item, Scope
+from ._rerank import asks_present, asks_when, factors
 from .fusion import fuse, query_terms
+from .keys import exchanges, message_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,39 +147,49 @@ def plan_add(
     return Planned(scope, sid, msgs, seq_list, k)
 
 
-def add_gen(backend: Any, np: Any, plan: Planned, now: float) -> Gen:
+def add_gen(
+    backend: Any, np: Any, plan: Planned, now: float, keys: tuple[str, ...] = ("message",)
+) -> Gen:
     """Index the planned messages not indexed yet; how many were added. A message whose
-    id is indexed with another text raises ``MessageConflict``; blank ones are skipped."""
-    fresh: dict[str, tuple[Message, int | None, str]] = {}
-    for m, seq in zip(plan.messages, plan.seqs, strict=True):
-        text = m.text()
+    id is indexed with another text raises ``MessageConflict``; blank ones are skipped.
+    Each is embedded under its ``keys`` (``recall.keys``): its item's ``vec`` holds
+    their unit vectors, the whole text's first."""
+    fresh: dict[str, tuple[Message, int | None, str, str | None]] = {}
+    texts = [m.text() for m in plan.messages]
+    replies_to = exchanges([(m.role, t) for m, t in zip(plan.messages, texts, strict=True)])
+    for m, seq, text, prior in zip(plan.messages, plan.seqs, texts, replies_to, strict=True):
         if not text.strip():
             continue
         seen = fresh.get(m.id)
         if seen is not None and seen[2] != text:
             raise MessageConflict(plan.session_id, m.id, seq or 0, "given twice, other text")
-        fresh[m.id] = (m, seq, text)
+        fresh[m.id] = (m, seq, text, prior)
     if not fresh:
         return 0
     scope, sid = plan.scope, plan.session_id
     ids = list(fresh)
     known = yield Db(lambda: backend.known(scope, sid, ids), False)
     for mid, text in known.items():
-        m, seq, new_text = fresh.pop(mid)
+        m, seq, new_text, _ = fresh.pop(mid)
         if text != new_text:
             raise MessageConflict(sid, mid, seq or 0, "already indexed with another text")
     if not fresh:
         return 0
     todo = list(fresh.values())
-    vectors = yield Embed([m for m, _, _ in todo])
+    more_keys = [message_keys(text, prior, keys)[1:] for _, _, text, prior in todo]
+    extra = [Message(role="user", content=key) for ks in more_keys for key in ks]
+    vectors = yield Embed([m for m, _, _, _ in todo] + extra)
+    rest = iter(vectors[len(todo) :])
     items = []
     dim = 0
-    for (m, seq, text), vec in zip(todo, vectors, strict=True):
+    for (m, seq, text, _), vec, ks in zip(todo, vectors[: len(todo)], more_keys, strict=True):
         unit = unit32(np, vec)
         dim = unit.shape[0]
+        more = [unit32(np, next(rest)) for _ in ks]
+        blob = unit.tobytes() + b"".join(u.tobytes() for u in more if u.shape == unit.shape)
         created = m.created_at if m.created_at is not None else now
         kind = plan.kind or m.role
-        items.append(Item(sid, m.id, seq, kind, created, text, unit.tobytes()))
+        items.append(Item(sid, m.id, seq, kind, created, text, blob))
     n = yield Db(lambda: backend.insert(scope, items, dim), True)
     return int(n)
 
@@ -194,8 +206,11 @@ def search_gen(
     rrf_k: int,
     neighbours: int = 0,
     vector_weight: float = 1.0,
+    rerank: bool = False,
 ) -> Gen:
-    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``)."""
+    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``);
+    ``rerank``: a "now" or "when" question reorders the best ``candidates`` by
+    ``_rerank.factors`` before the cut."""
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r}: must be a string")
     terms = query_terms(query)
@@ -211,9 +226,15 @@ def search_gen(
         lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
         vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
         fused = fuse(lexical, vector, rrf_k=rrf_k, vector_weight=vector_weight)
-        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:k]
+        wide = rerank and (asks_present(query) or asks_when(query))
+        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[: n if wide else k]
         rows = yield from backend.rows(scope, top)
         found = [(rows[rid], fused[rid]) for rid in top if rid in rows]
+        by = wide and factors(query, [r.created_at for r, _ in found], [r.text for r, _ in found])
+        if by:
+            found = [(r, (s * f, x, c)) for (r, (s, x, c)), f in zip(found, by, strict=True)]
+            found.sort(key=lambda rf: -rf[1][0])  # stable: equal scores keep their order
+        found = found[:k]
         near: list[Any] = []
         around = sorted({(r.session_id, r.seq) for r, _ in found if r.seq is not None})
         if neighbours and around:

@@ -1,5 +1,6 @@
 """One user's recall items in memory, for the embedded (SQLite) backend: a float32 matrix
-of unit vectors and an inverted index of the texts' words, searched exactly with numpy.
+of the items' unit key vectors (``recall.keys``: one or more an item; an item scores its
+best key) and an inverted index of the texts' words, searched exactly with numpy.
 
 Why in memory: an exact vector search must read every vector of the user anyway, and
 FTS5's ``bm25()`` costs about 2 us per matching row and cannot stop early (``ORDER BY
@@ -27,6 +28,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+from ._keyvecs import KeyVectors, Snapshot, similarities
 from .fusion import _WORD, VECTOR_TOLERANCE, query_terms
 
 K1: Final = 1.2
@@ -95,7 +97,7 @@ class View(NamedTuple):
     """The rows ``[0, n)`` of a partition, as one search sees them."""
 
     n: int
-    cols: Any  # the vectors by column: cols[d, i] is row i's coordinate d
+    vecs: Snapshot  # the rows' key vectors
     rids: Any
     created: Any
     kinds: Any
@@ -112,9 +114,7 @@ class Partition:
         self.n = 0
         self.top = 0  # the largest rid loaded
         self.added = self.removed = -1  # the user's counters this partition reflects
-        # by column (dim x capacity): a sparse query (HashingEmbedder's: ~50 of 256
-        # dimensions) reads only its non-zero dimensions' rows, 4-5x less memory
-        self.cols = np.empty((dim, 16), dtype=np.float32)
+        self.vecs = KeyVectors(np, dim)
         self.rids = np.empty(16, dtype=np.int64)
         self.created = np.empty(16, dtype=np.float64)
         self.kinds = np.empty(16, dtype=np.int32)
@@ -127,20 +127,17 @@ class Partition:
 
     @property
     def dim(self) -> int:
-        return int(self.cols.shape[0])
+        return self.vecs.dim
 
     def nbytes(self) -> int:
         """About how much memory the partition holds."""
-        return int(self.cols.nbytes + 28 * len(self.rids) + 16 * self.postings_count)
+        return int(self.vecs.nbytes() + 28 * len(self.rids) + 16 * self.postings_count)
 
     def _grow(self, need: int) -> None:
         np = self.np
         if need <= len(self.rids):
             return
         size = max(need, 2 * len(self.rids))
-        cols = np.empty((self.dim, size), dtype=np.float32)
-        cols[:, : self.n] = self.cols[:, : self.n]
-        self.cols = cols
         for name in ("rids", "created", "kinds", "lengths"):
             old = getattr(self, name)
             new = np.empty(size, dtype=old.dtype)
@@ -150,15 +147,12 @@ class Partition:
     def extend(self, rows: Sequence[Any], added: int, removed: int) -> None:
         """Append ``(rid, kind, created_at, text, vec)`` rows (those newer than what is
         loaded: another thread may have loaded some), and note the counters read."""
-        np = self.np
         with self.lock:
             fresh = [r for r in rows if r[0] > self.top]
             start, end = self.n, self.n + len(fresh)
             self._grow(end)
             if fresh:
-                blob = b"".join(r[4] for r in fresh)
-                block = np.frombuffer(blob, dtype=np.float32).reshape(end - start, -1)
-                self.cols[:, start:end] = block.T
+                self.vecs.append([r[4] for r in fresh], start)
                 self.rids[start:end] = [r[0] for r in fresh]
                 self.created[start:end] = [r[2] for r in fresh]
                 codes = self.kind_codes
@@ -220,7 +214,7 @@ class Partition:
                 norms = self._norms[1]
             view = View(
                 self.n,
-                self.cols,
+                self.vecs.snapshot(),
                 self.rids,
                 self.created,
                 self.kinds,
@@ -333,18 +327,6 @@ def _max_score(
     return None
 
 
-def similarities(np: Any, v: View, query: Any) -> Any:
-    """Every row's dot product with ``query`` (float32). A query with few non-zero
-    dimensions sums only those dimensions' columns (the same products, skipping zeros)."""
-    nz = np.flatnonzero(query)
-    if 2 * len(nz) >= len(query):
-        return query @ v.cols[:, : v.n]
-    sims = np.zeros(v.n, dtype=np.float32)
-    for d in nz.tolist():
-        sims += query[d] * v.cols[d, : v.n]
-    return sims
-
-
 def vector(
     np: Any,
     part: Partition,
@@ -357,7 +339,7 @@ def vector(
     v, _ = part.view()
     if not v.n:
         return []
-    sims = similarities(np, v, query)
+    sims = similarities(np, v.vecs, v.n, query)
     mask = mask_of(np, v, kinds, as_of)
     if mask is not None:
         sims[~mask] = -np.inf

@@ -1,7 +1,8 @@
 """The embedded recall backend: tables beside the sessions in the same SQLite database.
 
 - ``convomem_recall_items``: one row per indexed item, scoped by ``(tenant, user_id)``,
-  with its text, kind, session, seq, time and unit vector (float32 bytes).
+  with its text, kind, session, seq, time and unit key vectors (``vec``: float32 bytes,
+  one vector or several concatenated, see ``_backend.Item``).
 - ``convomem_recall_users``: per user, counters of items added and removed (kept by
   triggers), which tell a process whether its in-memory partition of that user is still
   current: appends are loaded incrementally, a removal reloads the user.

@@ -173,8 +173,10 @@ class EmbeddingCache:
 
     def _plan(
         self, messages: Sequence[Message], eligible: Sequence[bool] | None
-    ) -> tuple[list[str | None], list[list[tuple[str, str]]]]:
-        """Each message's text (None: not embedded) and the batches of (text, id) to embed."""
+    ) -> tuple[list[str | None], list[list[tuple[str, str]]], dict[str, _Frozen]]:
+        """Each message's text (None: not embedded), the batches of (text, id) to embed,
+        and the cached vectors of the others (held: committing the batches may evict
+        them from a full cache before the call returns)."""
         if eligible is not None and len(eligible) != len(messages):
             raise ConfigError(
                 f"eligible={_short(eligible)}: has {len(eligible)} flags for "
@@ -189,7 +191,8 @@ class EmbeddingCache:
             texts = [t if e else None for t, e in zip(texts, eligible, strict=True)]
         cache = self._cache
         misses: dict[str, str] = {}
-        for i in [i for i, t in enumerate(texts) if t is not None and t not in cache]:
+        held = {t: cache[t] for t in texts if t is not None and t in cache}
+        for i in [i for i, t in enumerate(texts) if t is not None and t not in held]:
             t = texts[i]
             assert t is not None
             if not t or t.isspace():
@@ -198,7 +201,7 @@ class EmbeddingCache:
                 misses[t] = messages[i].id
         items = list(misses.items())
         size = self.batch_size
-        return texts, [items[i : i + size] for i in range(0, len(items), size)]
+        return texts, [items[i : i + size] for i in range(0, len(items), size)], held
 
     def _check_outputs(self, batch: list[tuple[str, str]], outputs: Any) -> list[_Frozen]:
         """The batch's outputs as frozen vectors, or EmbeddingError naming the message."""
@@ -279,7 +282,7 @@ class EmbeddingCache:
         out: list[Vector | None] = list(map(self._cache.get, texts))  # type: ignore[arg-type]
         for i in [i for i, vec in enumerate(out) if vec is None]:  # identity tests only
             t = texts[i]
-            out[i] = zero if t is None else fresh[t]  # blank, or evicted meanwhile
+            out[i] = zero if t is None else fresh[t]  # blank, or evicted by this call
         return cast(list[Vector], out)
 
     # -- sync and async faces --------------------------------------------------------
@@ -303,8 +306,7 @@ class EmbeddingCache:
                 f"embedder {self.embedder!r} is async-only and an event loop is running: "
                 "use `await cache.avectors(...)` (or `await packer.pack_async(...)`)"
             )
-        texts, batches = self._plan(messages, eligible)
-        fresh: dict[str, _Frozen] = {}
+        texts, batches, fresh = self._plan(messages, eligible)
         for batch in batches:
             self._commit(batch, self._sync([t for t, _ in batch]), fresh)
         return self._assemble(texts, fresh)
@@ -313,8 +315,7 @@ class EmbeddingCache:
         self, messages: Sequence[Message], eligible: Sequence[bool] | None = None
     ) -> list[Vector]:
         """The async twin of ``vectors``: awaits async embedders, threads sync ones."""
-        texts, batches = self._plan(messages, eligible)
-        fresh: dict[str, _Frozen] = {}
+        texts, batches, fresh = self._plan(messages, eligible)
         for batch in batches:
             chunk = [t for t, _ in batch]
             if self._async is not None:

@@ -90,11 +90,16 @@ class HashingEmbedder:
     installed (``backend="auto"``); ``backend="python"`` forces the pure-Python path,
     which memoizes n-gram hashes. Both give bit-identical vectors.
 
+    ``recall_keys``: what a ``RecallIndex`` embeds a message under by default (below).
     ``fusion_weight``: its cosines weigh a quarter of BM25's ranks in the hybrid fusion
     (n-gram overlap is weak evidence; chosen on the LongMem dev set, see bench/README.md).
     """
 
     fusion_weight: float = 0.25
+    recall_keys: tuple[str, ...] = ("message",)
+    """One key a message (``recall.keys``): at its fusion weight more keys moved the
+    hybrid recall by 1-2.5 points on the LongMem sets but cost 2.5x the search and 4x
+    the ingest (bench/README.md)."""
 
     def __init__(
         self,

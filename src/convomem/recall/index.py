@@ -54,6 +54,7 @@ from ._facts_table import FactsTable, UserFacts, dump, history_of
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, HashingEmbedder, _numpy
 from .fusion import RRF_K, vector_weight_of
+from .keys import keys_for
 
 __all__ = ["Hit", "RecallIndex"]
 
@@ -136,14 +137,22 @@ class _Options:
         batch_size: int,
         clock: Callable[[], float],
         vector_weight: float | None = None,
+        keys: Sequence[str] | None = None,
+        rerank: bool = True,
     ) -> None:
         self.np = _np()
+        self.rerank = _check.flag("rerank", rerank)
         self.embedder = HashingEmbedder() if embedder is None else embedder
         self.vector_weight = vector_weight_of(self.embedder, vector_weight)
+        self.keys = keys_for(self.embedder, keys)
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
         self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
         self.clock = _check.function("clock", clock, "() -> epoch seconds")
+
+    def add_gen(self, backend: Any, plan: Planned) -> Gen:
+        """One planned ``add``, for either twin to drive."""
+        return add_gen(backend, self.np, plan, self.clock(), self.keys)
 
     def search_gen(
         self,
@@ -169,6 +178,7 @@ class _Options:
             self.rrf_k,
             _check.integer("neighbours", neighbours, minimum=0, maximum=100),
             self.vector_weight,
+            self.rerank,
         )
 
 
@@ -180,7 +190,11 @@ class RecallIndex:
     defaults to ``HashingEmbedder()``; ``candidates`` is how many lexical and how many
     vector candidates are fused; ``rrf_k`` the fusion constant; ``vector_weight`` the
     vector list's weight in the fusion against the lexical list's 1 (None: the
-    embedder's ``fusion_weight``, see ``fusion``).
+    embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
+    embedded under (``recall.keys``: the whole text, its sentences, the exchange it
+    answers; an item scores its best key; None: what the embedder declares); ``rerank``
+    whether a question about the present ("now") or a time ("when") reorders the best
+    candidates, newer or dated items up (``_rerank``), before the cut to ``k``.
     """
 
     def __init__(
@@ -194,9 +208,11 @@ class RecallIndex:
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
+        keys: Sequence[str] | None = None,
+        rerank: bool = True,
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):
@@ -247,8 +263,7 @@ class RecallIndex:
         return int(self._add(plan))
 
     def _add(self, plan: Planned) -> Any:
-        gen = add_gen(self.backend, self._opts.np, plan, self._opts.clock())
-        return _io.drive(gen, self._perform)
+        return _io.drive(self._opts.add_gen(self.backend, plan), self._perform)
 
     def submit(
         self,

@@ -20,7 +20,6 @@ from ._core import (
     Embed,
     Hit,
     Planned,
-    add_gen,
     plan_add,
     scope_of,
 )
@@ -78,9 +77,11 @@ class AsyncRecallIndex:
         batch_size: int = 256,
         clock: Callable[[], float] = time.time,
         vector_weight: float | None = None,
+        keys: Sequence[str] | None = None,
+        rerank: bool = True,
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):
@@ -141,8 +142,7 @@ class AsyncRecallIndex:
         return int(await self._add(plan))
 
     async def _add(self, plan: Planned) -> Any:
-        gen = add_gen(self.backend, self._opts.np, plan, self._opts.clock())
-        return await _io.adrive(gen, self._perform)
+        return await _io.adrive(self._opts.add_gen(self.backend, plan), self._perform)
 
     def submit(
         self,

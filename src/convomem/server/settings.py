@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import _check
 from ..errors import ConfigError
+from ..session._tiers import RECALL_K
 
 __all__ = ["DEFAULT_STORE", "Settings"]
 
@@ -50,7 +51,7 @@ class Settings:
     budget: int = 4000
     tokenizer: str = "approx"
     use_recall: bool = True
-    recall_k: int = 5
+    recall_k: int = RECALL_K
     recall_deadline: float | None = 1.0
     rate_per_second: float = 20.0
     burst: int = 40

@@ -54,6 +54,7 @@ from ._ops import (
     running_summary,
 )
 from ._tiered import make_tiers
+from ._tiers import RECALL_K
 from .core import SessionCore
 from .stats import MemoryStats, snapshot
 from .view import SessionView
@@ -151,7 +152,7 @@ class ConversationMemory(SessionCore):
         scorer: Callable[[Message], int] | None = None,
         background: bool = False,
         recall: RecallIndex | AsyncRecallIndex | GuardedRecall | AsyncGuardedRecall | None = None,
-        recall_k: int = 5,
+        recall_k: int = RECALL_K,
         extractor: Extractor | None = None,
         drift: DriftDetector | None = None,
         shares: ContextBudget | None = None,
