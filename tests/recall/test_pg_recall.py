@@ -1,6 +1,8 @@
 """The PostgreSQL recall backend's own paths: pgvector's HNSW with iterative scans still
 returns k items of one user among many others', and the exact fallback for pgvector
-older than 0.8 gives the same items."""
+older than 0.8 gives the same items; an item indexed under several keys ranks by its
+best key (against a brute-force oracle, and against the SQLite backend), and its keys go
+when it goes."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall._backend import Item, Q, Scope
-from convomem.recall._core import Db
+from convomem.recall._core import Db, unit32
+from convomem.recall.keys import KINDS
 from convomem.stores import open_store
 
 
@@ -282,4 +285,48 @@ def test_keys_go_with_their_items_and_only_new_items_get_keys(postgresql: Any) -
         assert key_rows(idx) == {("t", "u"): 6}
     finally:
         idx.close()
+        db.close()
+
+
+def test_an_index_with_every_key_kind_finds_what_the_sqlite_one_finds(postgresql: Any) -> None:
+    words = ["cat", "dog", "boat", "train", "river", "piano", "violin", "garden"]
+    words += ["winter", "summer", "coffee", "lemon"]
+    messages = [
+        Message(
+            f"m{i}",
+            "user" if i % 2 == 0 else "assistant",
+            content=f"{words[i % 12]} and {words[(i * 5) % 12]} today. "
+            f"I keep a {words[(i * 7 + 3) % 12]} at home; the {words[(i + 4) % 12]} is old.",
+        )
+        for i in range(40)
+    ]
+    db = open_store(postgresql.fresh_url())
+    emb = HashingEmbedder(dim=64)
+    indexes = [
+        RecallIndex(db, embedder=emb, keys=KINDS),
+        RecallIndex("sqlite://", embedder=emb, keys=KINDS),
+    ]
+    try:
+        for idx in indexes:
+            assert idx.add(messages, user_id="u", session_id="s") == 40
+            idx.add(messages[:3], user_id="v", session_id="s")
+        assert sum(key_rows(indexes[0]).values()) > 40 * 2  # sentences and exchanges
+        for query in ("a violin at home", "the old garden", "lemon coffee", "river and winter"):
+            q = unit32(np, emb.embed_batch([query])[0])
+            found = []
+            for idx in indexes:
+                b = idx.backend
+                got = run(idx, lambda b=b, q=q: b.vector(Scope("", "u"), q, 8, None, None))
+                rows = run(idx, lambda b=b, got=got: b.rows(Scope("", "u"), [r for r, _ in got]))
+                found.append([(rows[r].message_id, c) for r, c in got])
+            pg, lite = found
+            assert len(pg) == len(lite) == 8
+            lite_sims = dict(lite)
+            for (pm, pc), (lm, lc) in zip(pg, lite, strict=True):
+                assert abs(pc - lc) < EPS
+                assert pm not in lite_sims or abs(pc - lite_sims[pm]) < EPS
+                assert pm == lm or sum(abs(c - pc) < EPS for _, c in pg) > 1  # or a tie
+    finally:
+        for idx in indexes:
+            idx.close()
         db.close()
