@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall._backend import Scope
@@ -33,6 +35,33 @@ def test_a_partition_follows_other_writers_and_deletes(tmp_path: Path) -> None:
     writer.close()
     reader.close()
     db.close()
+
+
+def test_a_partition_loads_in_pages_and_is_current_only_once_all_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from convomem.recall import _sqlite_recall
+
+    monkeypatch.setattr(_sqlite_recall, "LOAD_PAGE", 3)
+    loads: list[str] = []
+    perform = _sqlite_recall.perform
+
+    def counting(conn: object, q: _sqlite_recall.Q) -> object:
+        if q.sql.startswith("SELECT rid, kind"):
+            loads.append(q.sql)
+        return perform(conn, q)
+
+    monkeypatch.setattr(_sqlite_recall, "perform", counting)  # before the index binds it
+    with RecallIndex("sqlite://") as idx:
+        msgs = [Message(f"m{i}", "user", content=f"blue note {i}") for i in range(10)]
+        idx.add(msgs, user_id="u", session_id="s")
+        hits = idx.search("blue", user_id="u", k=20)
+        assert sorted(h.message_id for h in hits) == sorted(m.id for m in msgs)
+        assert idx.backend.loaded_rows == 10 and len(loads) == 4  # pages of 3, 3, 3, 1
+        part = idx.backend._parts[Scope("", "u")]
+        assert (part.n, part.added, part.removed) == (10, 10, 0)
+        idx.search("blue", user_id="u", k=20)
+        assert idx.backend.loaded_rows == 10 and len(loads) == 4  # current: nothing read
 
 
 def test_partitions_stay_under_the_memory_cap() -> None:

@@ -78,7 +78,6 @@ class Backend(Protocol):
     """The storage a ``RecallIndex`` drives (see the module docstring)."""
 
     name: str
-    statements: int
 
     def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> dict[str, str]:
         """``{message_id: text}`` of these ids already indexed in the session."""

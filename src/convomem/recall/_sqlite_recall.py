@@ -84,6 +84,8 @@ SCHEMA: Final = (
 )
 
 _COLUMNS: Final = "rid, session_id, message_id, seq, kind, created_at, text"
+LOAD_PAGE: Final = 20_000
+"""Rows read per statement when a partition is loaded (bounds the memory a load takes)."""
 MAX_BYTES: Final = 2 << 30
 """Memory the in-memory partitions of one index may hold (least recently used go)."""
 
@@ -176,13 +178,17 @@ class SQLiteRecall:
             return part
         if part is None or part.removed != removed or part.dim != dim:
             part = Partition(self.np, dim)
-        rows = yield Q.all(
-            "SELECT rid, kind, created_at, text, vec FROM convomem_recall_items "
-            "WHERE tenant = ? AND user_id = ? AND rid > ? ORDER BY rid",
-            (*scope, part.top),
-        )
-        self.loaded_rows += len(rows)
-        part.extend(rows, added, removed)
+        while True:  # in pages: a user's rows are never all in memory twice
+            rows = yield Q.all(
+                "SELECT rid, kind, created_at, text, vec FROM convomem_recall_items "
+                "WHERE tenant = ? AND user_id = ? AND rid > ? ORDER BY rid LIMIT ?",
+                (*scope, part.top, LOAD_PAGE),
+            )
+            self.loaded_rows += len(rows)
+            last = len(rows) < LOAD_PAGE
+            part.extend(rows, *((added, removed) if last else (-1, -1)))  # current once all read
+            if last:
+                break
         with self._lock:
             self._parts[scope] = part
             self._evict(part)
