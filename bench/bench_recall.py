@@ -22,7 +22,9 @@ Floors measured in the same run:
 Backends: SQLite (a file in /dev/shm when there is one) and PostgreSQL + pgvector (an
 embedded server started here; ``--pg-messages`` sets its size, 0 skips it).
 ``--embedder minilm`` embeds with MiniLMEmbedder (384 dims; the ``minilm`` extra and the
-weights package) instead: use it with a small ``--messages`` for its ingest rate.
+weights package) instead: use it with a small ``--messages`` for its ingest rate;
+``--embedder dense384`` gives random dense unit vectors of the same dimension (MiniLM's
+search cost, its keys and fusion weight, without its forward pass).
 
     .venv/bin/python bench/bench_recall.py
     .venv/bin/python bench/bench_recall.py --messages 100000 --users 1000 --pg-messages 100000
@@ -42,6 +44,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +103,25 @@ def ingest(idx: RecallIndex, texts: list[str], users: int, batch: int = 1000) ->
     return time.perf_counter() - start
 
 
+class Dense384:
+    """Random dense unit vectors of MiniLM's dimension, fixed by each text's hash: the
+    search cost of a trained 384-dimension embedder without its forward pass. Declares
+    MiniLM's fusion weight and keys (all three kinds)."""
+
+    fusion_weight = 4.0
+
+    def embed_batch(self, texts: list[str]) -> Any:
+        rows = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(384) for t in texts]
+        mat = np.asarray(rows, dtype=np.float32)
+        return mat / np.linalg.norm(mat, axis=1, keepdims=True)
+
+    def embed(self, text: str) -> Any:
+        return self.embed_batch([text])[0]
+
+
 def make_embedder(name: str) -> Any:
+    if name == "dense384":
+        return Dense384()
     if name == "minilm":
         from convomem.recall import MiniLMEmbedder
 
@@ -204,7 +225,7 @@ def main() -> None:
     parser.add_argument("--pg-messages", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-sqlite", dest="sqlite", action="store_false")
-    parser.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    parser.add_argument("--embedder", choices=["hashing", "minilm", "dense384"], default="hashing")
     parser.add_argument(
         "--keys",
         default=None,

@@ -24,9 +24,7 @@ from ._core import (
     scope_of,
 )
 from ._facts_table import UserFacts, history_of
-from .embedders import EmbedderLike
-from .fusion import RRF_K
-from .index import (
+from ._setup import (
     _backend,
     _check_delete,
     _check_url,
@@ -36,6 +34,8 @@ from .index import (
     check_save,
     erase_op,
 )
+from .embedders import EmbedderLike
+from .fusion import RRF_K
 
 __all__ = ["AsyncRecallIndex"]
 

@@ -1,0 +1,156 @@
+"""What ``RecallIndex`` and ``AsyncRecallIndex`` share: the options both check the same
+way, which backend a database gets, and the checks of ``save_facts`` and ``delete``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import _check
+from ..errors import ConfigError, MissingDependency
+from ..summaries.supersession import FactHistory
+from ._core import Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
+from ._facts_table import FactsTable, dump
+from .cache import EmbeddingCache
+from .embedders import EmbedderLike, HashingEmbedder, _numpy
+from .fusion import vector_weight_of
+from .keys import keys_for
+
+_SUPPORTED = "sqlite:// (embedded) and postgresql:// (with pgvector)"
+
+
+def _np() -> Any:
+    np = _numpy()
+    if np is None:
+        raise MissingDependency("RecallIndex", "numpy", "numpy")
+    return np
+
+
+def _kind_of(db: object) -> str:
+    module = type(db).__module__
+    if module in ("convomem.stores.sqlite", "convomem.stores.sqlite_async"):
+        return "sqlite"
+    if module in ("convomem.stores.postgres", "convomem.stores.postgres_async"):
+        return "postgresql"
+    raise ConfigError(
+        f"db={db!r}: a RecallIndex needs a store database with search; supported: "
+        f"{_SUPPORTED} (Redis has no vector search here)"
+    )
+
+
+def _check_url(url: str) -> None:
+    from ..stores.url import parse_store_url
+
+    if parse_store_url(url).scheme not in ("sqlite", "postgresql", "postgres"):
+        raise ConfigError(
+            f"url={url!r}: a RecallIndex needs a store with search; supported: {_SUPPORTED} "
+            "(Redis has no vector search here)"
+        )
+
+
+def _facts_table(kind: str, db: Any) -> FactsTable:
+    if kind == "sqlite":
+        return FactsTable("sqlite")
+    return FactsTable("postgresql", db._settings.schema)
+
+
+def _backend(kind: str, np: Any, db: Any) -> Any:
+    if kind == "sqlite":
+        from ._sqlite_recall import SQLiteRecall
+
+        return SQLiteRecall(np)
+    from ._pg_recall import PgRecall
+
+    return PgRecall(np, db._settings.schema)
+
+
+class _Options:
+    def __init__(
+        self,
+        embedder: EmbedderLike | None,
+        candidates: int,
+        rrf_k: int,
+        cache_size: int,
+        batch_size: int,
+        clock: Callable[[], float],
+        vector_weight: float | None = None,
+        keys: Sequence[str] | None = None,
+        rerank: bool = True,
+    ) -> None:
+        self.np = _np()
+        self.rerank = _check.flag("rerank", rerank)
+        self.embedder = HashingEmbedder() if embedder is None else embedder
+        self.vector_weight = vector_weight_of(self.embedder, vector_weight)
+        self.keys = keys_for(self.embedder, keys)
+        self.candidates = _check.positive_int("candidates", candidates)
+        self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
+        self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
+        self.clock = _check.function("clock", clock, "() -> epoch seconds")
+
+    def add_gen(self, backend: Any, plan: Planned) -> Gen:
+        """One planned ``add``, for either twin to drive."""
+        return add_gen(backend, self.np, plan, self.clock(), self.keys)
+
+    def search_gen(
+        self,
+        backend: Any,
+        query: str,
+        user_id: str,
+        tenant: str | None,
+        k: int,
+        kinds: Sequence[str] | str | None,
+        as_of: float | None,
+        neighbours: int,
+    ) -> Gen:
+        """One search, arguments checked, for either twin to drive."""
+        return search_gen(
+            backend,
+            self.np,
+            query,
+            scope_of(user_id, tenant),
+            _check.positive_int("k", k),
+            check_kinds(kinds),
+            check_as_of(as_of),
+            self.candidates,
+            self.rrf_k,
+            _check.integer("neighbours", neighbours, minimum=0, maximum=100),
+            self.vector_weight,
+            self.rerank,
+        )
+
+
+def erase_op(backend: Any, table: FactsTable, scope: Any) -> Any:
+    """Delete every item of the scope and its facts, in one transaction."""
+    n = yield from backend.delete(scope, None, None)
+    yield from table.delete(scope)
+    return n
+
+
+def check_save(
+    user_id: object, history: object, tenant: object, expected_version: object
+) -> tuple[Any, str, int | None]:
+    """Check a ``save_facts`` call (raises before anything is written)."""
+    scope = scope_of(user_id, tenant)
+    if not isinstance(history, FactHistory):
+        raise ConfigError(f"history={history!r}: must be a FactHistory")
+    expected = None
+    if expected_version is not None:
+        expected = _check.integer("expected_version", expected_version, minimum=0)
+    return scope, dump(history), expected
+
+
+def _check_delete(
+    user_id: object, session_id: object, message_ids: object, tenant: object
+) -> tuple[Any, str | None, list[str] | None]:
+    from ..stores.records import check_name
+
+    scope = scope_of(user_id, tenant)
+    sid = check_name("session_id", session_id, optional=True)
+    ids = None
+    if message_ids is not None:
+        if isinstance(message_ids, str) or not isinstance(message_ids, Sequence):
+            raise ConfigError(f"message_ids={message_ids!r}: must be a list of ids")
+        ids = [check_name("message_ids", m) or "" for m in message_ids]
+    if sid is None and ids is None:
+        raise ConfigError("delete(): give session_id=, message_ids= or both (erase_user: all)")
+    return scope, sid, ids
