@@ -424,3 +424,33 @@ def test_migration_0002_moves_a_stored_state_to_its_table(path: str) -> None:
         assert s.load_state() == (None, 5)
         assert db.delete_session("s")
         assert raw_conn(db).execute("SELECT count(*) FROM convomem_states").fetchone()[0] == 0
+
+
+def test_close_waits_for_an_operation_running_in_another_thread(tmp_path: Path) -> None:
+    """Closing the database under a running statement crashed the sqlite3 module (a
+    RecallIndex worker indexing while the application closed the database): close()
+    waits for the operation, and what comes after it gets StoreError."""
+    from convomem.stores._sqlite_calls import Call
+
+    db = open_store(f"sqlite:///{tmp_path}/c.db")
+    running, release = threading.Event(), threading.Event()
+    results: list[Any] = []
+
+    def slow(tx: Any) -> Any:
+        running.set()
+        release.wait(10)
+        return tx.conn.one("SELECT count(*) FROM convomem_sessions")
+
+    worker = threading.Thread(target=lambda: results.append(db._run(Call(slow, False))))
+    worker.start()
+    assert running.wait(10)
+    closer = threading.Thread(target=db.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()  # blocked on the running operation's connection
+    release.set()
+    worker.join(10)
+    closer.join(10)
+    assert results == [(0,)] and not closer.is_alive()
+    with pytest.raises(StoreError, match="closed"):
+        db.sessions()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
@@ -27,14 +28,17 @@ _IN_CHUNK: Final = 500  # ids per IN (...) list, well under SQLite's variable li
 
 class Conn:
     """A connection with the work ``StoreStats`` reports: ``counts`` is
-    ``[statements, transactions, rows_read]``."""
+    ``[statements, transactions, rows_read]``. ``busy`` is held while an operation runs
+    on it, so closing the database (from another thread) waits for that operation
+    instead of closing the connection under it (which crashes the sqlite3 module)."""
 
-    __slots__ = ("__weakref__", "counts", "pid", "raw")
+    __slots__ = ("__weakref__", "busy", "counts", "pid", "raw")
 
     def __init__(self, raw: sqlite3.Connection, pid: int) -> None:
         self.raw = raw
         self.pid = pid
         self.counts = [0, 0, 0]
+        self.busy = threading.RLock()
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         self.counts[0] += 1

@@ -126,7 +126,8 @@ class _Connections:
         pid = _PID[0]
         for conn in conns:
             if conn.pid == pid:  # a forked child leaves its parent's connections alone
-                conn.raw.close()
+                with conn.busy:  # an operation running on it (another thread) ends first
+                    conn.raw.close()
         self.anchor = None
 
 
@@ -209,29 +210,32 @@ class SQLiteDatabase:
     # -- the driver ------------------------------------------------------------------
 
     def _attempt(self, fn: Callable[[ops.Tx], T], write: bool) -> T:
-        """One attempt of an operation on this thread's connection."""
-        raw: sqlite3.Connection | None = None
+        """One attempt of an operation on this thread's connection (held ``busy``)."""
         try:
             conn = self._conns.get()  # connecting may meet a lock too: inside the retry
-            raw = conn.raw
-            tx = ops.Tx(conn, self._clock(), self.ttl)
-            if not write:
-                return fn(tx)
-            counts = conn.counts
-            raw.execute("BEGIN IMMEDIATE")  # (conn.run, inlined: this is every write's path)
-            counts[0] += 1
-            result = fn(tx)
-            raw.execute("COMMIT")
-            counts[0] += 1
-            counts[1] += 1
-            return result
-        except BaseException as exc:
-            if raw is not None and raw.in_transaction:
+        except sqlite3.Error as exc:
+            raise _translate(exc, self._where(), self._conns.busy_timeout) from exc
+        raw = conn.raw
+        with conn.busy:
+            try:
+                tx = ops.Tx(conn, self._clock(), self.ttl)
+                if not write:
+                    return fn(tx)
+                counts = conn.counts
+                raw.execute("BEGIN IMMEDIATE")  # (conn.run, inlined: every write's path)
+                counts[0] += 1
+                result = fn(tx)
+                raw.execute("COMMIT")
+                counts[0] += 1
+                counts[1] += 1
+                return result
+            except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):  # then SQLite has rolled back
-                    raw.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise _translate(exc, self._where(), self._conns.busy_timeout) from exc
-            raise
+                    if raw.in_transaction:
+                        raw.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _translate(exc, self._where(), self._conns.busy_timeout) from exc
+                raise
 
     def _run(self, call: Call[T]) -> T:
         """``call`` under the retry policy. The first attempt runs bare: its bookkeeping
@@ -293,7 +297,9 @@ class SQLiteDatabase:
         (best effort: a reader in another process can hold the WAL a while longer)."""
         if self.path is not None:
             with contextlib.suppress(sqlite3.Error):
-                self._conns.get().run("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                conn = self._conns.get()
+                with conn.busy:
+                    conn.run("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""
