@@ -238,6 +238,10 @@ def test_tool_helpers() -> None:
     assert results.tool_result_ids() == ["c2", "c1"]
     assert plain.tool_use_ids() == [] and plain.tool_result_ids() == []
     assert call.tool_result_ids() == [] and results.tool_use_ids() == []
+    assert call.calls_text() == 'calls lookup({"id": 1}); calls track({"id": 1})'
+    assert results.calls_text() == "" and plain.calls_text() == ""
+    raw = Message("a2", "assistant", content=[ToolUseBlock("c3", "book", "not json")])
+    assert raw.calls_text() == "calls book(not json)"
     only_text = Message("u", "user", content=[TextBlock("x")])
     assert not only_text.has_tool_use() and only_text.tool_use_ids() == []
 

@@ -83,3 +83,22 @@ def test_a_fact_said_in_passing_is_found_by_its_sentence_key() -> None:
             (hit,) = idx.search("work as a pharmacist", user_id="u", k=1)
             scores[len(keys)] = hit.similarity
     assert scores[3] is not None and scores[1] is not None and scores[3] > scores[1] + 0.2
+
+
+def test_a_tool_call_without_text_is_recallable_by_its_arguments() -> None:
+    """Nothing evicted is unrecallable: a bare tool call is indexed as its calls, and its
+    exchange key pairs it with the request it serves."""
+    from convomem.model import ToolUseBlock
+
+    call = Message(
+        "a1",
+        "assistant",
+        content=[ToolUseBlock("c1", "book_hotel", {"city": "Valparaiso", "nights": 3})],
+    )
+    ask = Message("u1", "user", content="Find me somewhere to stay on the coast.")
+    with RecallIndex("sqlite://", keys=list(KINDS)) as idx:
+        assert idx.add([ask, call], user_id="u", session_id="s") == 2
+        (hit,) = idx.search("Valparaiso hotel booking", user_id="u", k=1)
+        assert hit.message_id == "a1" and hit.kind == "assistant"
+        assert hit.text == 'calls book_hotel({"city": "Valparaiso", "nights": 3})'
+        assert idx.add([call], user_id="u", session_id="s") == 0  # the same text: known

@@ -137,13 +137,14 @@ def test_budget_pairs_and_recall_scope(
         mem.flush()
         bob.flush()
         kept = {m.id for m in mem._view_engine.log.kept()}
-        # A message without text (tool calls only) has nothing to search by.
-        evicted = [m for m in convo if m.id not in kept and m.text().strip()]
+        # a tool call without text is searched by its calls (name and arguments)
+        said = {m.id: m.text() or m.calls_text() for m in convo}
+        evicted = [m for m in convo if m.id not in kept and said[m.id].strip()]
         bob_ids = {m.id for m in other}
         for m in evicted:
-            found = idx.search(m.text(), user_id="ana", k=3)
+            found = idx.search(said[m.id], user_id="ana", k=3)
             assert m.id in {h.message_id for h in found}, m.id
-            theirs = idx.search(m.text(), user_id="bob", k=10)
+            theirs = idx.search(said[m.id], user_id="bob", k=10)
             assert {h.message_id for h in theirs} <= bob_ids | {
                 h.message_id for h in theirs if h.kind == "summary" and h.session_id == "s2"
             }

@@ -212,6 +212,15 @@ class Message:
                 parts.append(text)
         return "\n".join(parts)
 
+    def calls_text(self) -> str:
+        """The message's tool calls as text, ``calls name(arguments)`` each, joined by
+        ``"; "`` (``""`` without calls): what a call that has no text says, for recall to
+        index and the timeline to preview."""
+        if isinstance(self.content, str):
+            return ""
+        calls = [b for b in self.content if isinstance(b, ToolUseBlock)]
+        return "; ".join(f"calls {b.name}({b.arguments()})" for b in calls)
+
     def has_tool_use(self) -> bool:
         """True if the message calls at least one tool."""
         return not isinstance(self.content, str) and any(

@@ -153,9 +153,10 @@ def add_gen(
     """Index the planned messages not indexed yet; how many were added. A message whose
     id is indexed with another text raises ``MessageConflict``; blank ones are skipped.
     Each is embedded under its ``keys`` (``recall.keys``): its item's ``vec`` holds
-    their unit vectors, the whole text's first."""
+    their unit vectors, the whole text's first. A tool call without text is indexed as
+    its calls (``Message.calls_text``: the name and arguments)."""
     fresh: dict[str, tuple[Message, int | None, str, str | None]] = {}
-    texts = [m.text() for m in plan.messages]
+    texts = [m.text() or m.calls_text() for m in plan.messages]
     replies_to = exchanges([(m.role, t) for m, t in zip(plan.messages, texts, strict=True)])
     for m, seq, text, prior in zip(plan.messages, plan.seqs, texts, replies_to, strict=True):
         if not text.strip():
@@ -178,7 +179,8 @@ def add_gen(
     todo = list(fresh.values())
     more_keys = [message_keys(text, prior, keys)[1:] for _, _, text, prior in todo]
     extra = [Message(role="user", content=key) for ks in more_keys for key in ks]
-    vectors = yield Embed([m for m, _, _, _ in todo] + extra)
+    firsts = [m if m.text() else Message(role="user", content=text) for m, _, text, _ in todo]
+    vectors = yield Embed(firsts + extra)
     rest = iter(vectors[len(todo) :])
     items = []
     dim = 0

@@ -26,13 +26,11 @@ context recorded on the reply (``turn_records.record_turn``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..model import COMPRESSED_KEY, Chunk, Message, ToolUseBlock
-from ..model.values import thaw
+from ..model import COMPRESSED_KEY, Chunk, Message
 from ..stores import check_limit
 from ..summaries.facts import FactHistory, KeyedFact
 from ..summaries.keyed import SUBJECT_USER
@@ -203,11 +201,7 @@ def _pin_reason(m: Message, position: int, memory: ConversationMemory, first_use
 
 def _preview(m: Message) -> str:
     """The start of a message's text; a tool call shows its name and arguments."""
-    text = m.text()
-    if not text and m.has_tool_use():
-        calls = [b for b in m.blocks if isinstance(b, ToolUseBlock)]
-        text = "; ".join(f"calls {b.name}({json.dumps(thaw(b.input))})" for b in calls)
-    return text[:PREVIEW]
+    return (m.text() or m.calls_text())[:PREVIEW]
 
 
 def _facts(messages: Iterable[Message], history: FactHistory | None = None) -> list[FactRow]:
