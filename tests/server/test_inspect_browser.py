@@ -4,9 +4,10 @@ real ``convomem serve`` process.
 The session is seeded through the library on the service's store (so its replies carry
 turn records, as the chat route writes them) and through the API; the test opens the
 page with ``?key=`` (the cookie login), checks the states and figures the page shows
-against the API (``/v1/sessions/{id}/context``'s accounting, the log's pages), saves
-screenshots to ``docs/img/`` (the README shows them), then appends messages through the
-API and waits for the page to show them without a reload.
+against the API (``/v1/sessions/{id}/context``'s accounting, the log's pages), takes
+screenshots (into ``docs/img/``, which the README shows, only with
+``CONVOMEM_SCREENSHOTS=1``: a test run leaves the tracked files alone), then appends
+messages through the API and waits for the page to show them without a reload.
 
 ``scripts/ensure-chromium.sh`` installs chromium when it is missing (``make test`` runs
 it first; the fixture runs it too). A browser or server that cannot start FAILS the test.
@@ -35,7 +36,7 @@ from convomem.stores import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = ROOT / "docs" / "img"
+SHOTS = ROOT / "docs" / "img" if os.environ.get("CONVOMEM_SCREENSHOTS") == "1" else None
 BUDGET = 900
 PRICE = {"input": 3.0, "cached_input": 0.3, "output": 15.0}  # per million tokens
 TAIL = 30  # the live part shows the newest messages only (?limit=)
@@ -151,7 +152,7 @@ def rows(page: Page) -> list[dict[str, Any]]:
     return out
 
 
-def test_inspector_in_chromium(browser: Browser, service: tuple[str, str]) -> None:
+def test_inspector_in_chromium(browser: Browser, service: tuple[str, str], tmp_path: Path) -> None:
     base, store = service
     key = new_key(store, "acme")
     auth = {"Authorization": f"Bearer {key}"}
@@ -191,8 +192,9 @@ def test_inspector_in_chromium(browser: Browser, service: tuple[str, str]) -> No
     costs = page.get_attribute('#plot-cost g[data-name="cost"]', "data-values") or ""
     assert len(costs.split(",")) == 36 and all(float(c) > 0 for c in costs.split(","))
 
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "inspector.png"))
+    shots = SHOTS or tmp_path
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "inspector.png"))
 
     # Live: the page polls; messages appended through the API appear without a reload.
     page.goto(f"{base}/inspect/support-42?interval=300&limit={TAIL}")
@@ -212,10 +214,13 @@ def test_inspector_in_chromium(browser: Browser, service: tuple[str, str]) -> No
     current = page.locator(f'{city}[data-current="true"] td').nth(2).text_content()
     assert current == "Faro"
     facts = page.locator("section", has=page.locator("#sec-facts"))
-    facts.screenshot(path=str(SHOTS / "inspector-facts.png"))
+    facts.screenshot(path=str(shots / "inspector-facts.png"))
     states = {r["id"]: r["state"] for r in rows(page)}
     acc = api.get("/v1/sessions/support-42/context").json()["accounting"]
     sent = {i for i, s in states.items() if s in ("pinned", "in_view", "compressed")}
     assert sent == set(acc["kept"]) & set(states)
-    page.locator("#sec-timeline").screenshot(path=str(SHOTS / "inspector-timeline.png"))
+    page.locator("#sec-timeline").screenshot(path=str(shots / "inspector-timeline.png"))
+    assert all(
+        (shots / f"inspector{s}.png").stat().st_size > 0 for s in ("", "-facts", "-timeline")
+    )
     page.close()
