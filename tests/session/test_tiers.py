@@ -408,6 +408,7 @@ def test_emergency_compaction_when_the_tiers_do_not_fit() -> None:
         assert mem.stats().emergency_compactions == 0
         mem.add_message(said("huge", text(999, 560)))  # pinned: the newest user message
         assert mem.stats().emergency_compactions == 1  # on the add
+        mem.flush()  # what the fold evicted is indexed: both contexts see the same index
         ctx = mem.context("messages", query="zq3")
         stats = mem.stats()
         assert stats.emergency_compactions == 1
