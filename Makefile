@@ -32,7 +32,7 @@ lint: $(STAMP)
 test: lint
 	sh scripts/ensure-redis-server.sh
 	sh scripts/ensure-chromium.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 # Every benchmark in turn (about 35 minutes on 2 idle cores); see bench/README.md to run one.
 BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality agents_sdk

@@ -51,6 +51,9 @@ class Index:
     def __index__(self) -> int:
         return self.n
 
+    def __repr__(self) -> str:  # stable test ids (parallel runs collect the same names)
+        return f"Index({self.n})"
+
 
 class MyInt(int):
     pass
