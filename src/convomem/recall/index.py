@@ -1,16 +1,19 @@
 """``RecallIndex``: hybrid (BM25 + vector) search over past messages, scoped per user.
 
 ``RecallIndex(db_or_url, embedder=...)`` keeps its tables in the store database the
-sessions live in: SQLite (FTS5 BM25 + exact numpy vector search over the user's
-partition; see ``_sqlite_recall``) or PostgreSQL (``tsvector`` + pgvector HNSW with
-iterative scans; see ``_pg_recall``). Redis has no recall backend. ``AsyncRecallIndex``
-is the async twin over ``aopen_store``'s databases; both drive the same sans-I/O logic
-(``_core``).
+sessions live in: SQLite (BM25 over an in-memory inverted index + exact numpy vector
+search over the user's partition; see ``_sqlite_recall``) or PostgreSQL (``tsvector`` +
+pgvector HNSW with iterative scans; see ``_pg_recall``). Redis has no recall backend.
+``AsyncRecallIndex`` is the async twin over ``aopen_store``'s databases; both drive the
+same sans-I/O logic (``_core``).
 
 - **Scope**: every statement names the tenant and the user; a search never returns
   another user's or tenant's item, whatever the ids and texts.
 - **Ranking**: the lexical and the vector candidates (``candidates`` of each) are fused
-  by reciprocal rank fusion (``fusion.fuse``); ties go to the newer item.
+  by weighted reciprocal rank fusion (``fusion.fuse``); ties go to the newer item; a
+  "now" or "when" question then reorders the fused candidates (``rerank``, ``_rerank``).
+- **Keys**: a message is embedded under its ``keys`` (``recall.keys``: its text, its
+  sentences, the exchange a reply answers) and scores its best key.
 - **Embedding**: each distinct text once (a content-keyed ``EmbeddingCache``, batched);
   an item already indexed is never embedded again.
 - **Ingest off the hot path**: ``submit`` queues messages for a background worker;
