@@ -60,6 +60,10 @@ def test_a_reply_pairs_with_the_latest_user_text_before_it() -> None:
 
 def test_the_embedder_declares_the_default_and_keys_overrides_it() -> None:
     assert keys_for(HashingEmbedder(), None) == ("message",)
+    from convomem.recall.minilm import MiniLMEmbedder
+    from convomem.recall.openai_embeddings import OpenAIEmbedder
+
+    assert MiniLMEmbedder.recall_keys == OpenAIEmbedder.recall_keys == KINDS  # trained models
     assert keys_for(lambda text: [1.0], None) == KINDS
     assert keys_for(HashingEmbedder(), ["exchange", "message"]) == ("message", "exchange")
     for bad in ("message", ["sentences"], ["message", "words"], 3):
