@@ -16,10 +16,7 @@ it first; the fixture runs it too). A browser or server that cannot start FAILS 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +25,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from _servers_app import create_key, spawn_replicas, wait_ready
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
 from convomem.recall import RecallIndex
 from convomem.session import ConversationMemory
@@ -45,12 +43,6 @@ TEXT = (
     "the parcel was delayed again and we talked about shipping options while support "
     "checked the queue"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -71,44 +63,14 @@ def browser() -> Iterator[Browser]:
 def service(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A ``convomem serve`` process over a SQLite file: (base URL, store URL)."""
     store = f"sqlite:///{tmp_path / 'inspect.db'}"
-    port = free_port()
-    cmd = [sys.executable, "-m", "convomem", "serve", "--store", store, "--port", str(port)]
-    cmd += ["--budget", str(BUDGET), "--rate", "0"]
-    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    (replica,) = spawn_replicas(
+        store, 1, "--budget", str(BUDGET), "--rate", "0", directory=tmp_path
+    )
     try:
-        for _ in range(300):  # up to 30 s for the process to listen
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                pytest.fail(f"convomem serve exited with {proc.returncode}: {out}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        else:
-            pytest.fail("convomem serve did not answer /healthz")
-        yield base, store
+        wait_ready([replica])
+        yield replica.url, store
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), *sys.path])}
-
-
-def new_key(store: str, tenant: str) -> str:
-    """A key made as an operator makes one: ``convomem keys create`` (its last line)."""
-    cmd = [sys.executable, "-m", "convomem", "keys", "create", "--tenant", tenant]
-    done = subprocess.run([*cmd, "--store", store], env=env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+        replica.stop()
 
 
 def seed(store: str, tenant: str, sid: str, user: str) -> None:
@@ -154,7 +116,7 @@ def rows(page: Page) -> list[dict[str, Any]]:
 
 def test_inspector_in_chromium(browser: Browser, service: tuple[str, str], tmp_path: Path) -> None:
     base, store = service
-    key = new_key(store, "acme")
+    key = create_key(store, "acme")
     auth = {"Authorization": f"Bearer {key}"}
     seed(store, "acme", "support-42", "dana")
     api = httpx.Client(base_url=base, headers=auth, timeout=30)
