@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -50,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the embedded PostgreSQL of the test suite
 
+from bench_stores_redis import server as redis_server  # noqa: E402
 from convomem.model import Message  # noqa: E402
 from convomem.stores import open_store  # noqa: E402
 from workload import messages, openai_messages  # noqa: E402
@@ -63,29 +63,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-@contextmanager
-def redis_server() -> Iterator[str]:
-    port = free_port()
-    directory = tempfile.mkdtemp(prefix="convomem-bench-service-")
-    binary = shutil.which("redis-server") or "redis-server"
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory]
-    proc = subprocess.Popen([*args, "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(port=port)
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        client.close()
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextmanager
@@ -263,7 +240,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path if p)}
     run = uuid.uuid4().hex[:6]
     with ExitStack() as stack:
-        redis_url = stack.enter_context(redis_server())
+        redis_url = stack.enter_context(redis_server(None))  # a fresh one
         if args.store == "redis":
             store_url = f"{redis_url}?prefix=cm{run}"
         elif args.store == "postgresql":
