@@ -1059,6 +1059,11 @@ def test_reads_cost_the_rows_they_return(db: Any) -> None:
     for i in range(0, n, 1000):
         big.append(batch(i, min(n, i + 1000)))
     small.append(batch(0, 20))
+    # Redis runs a script by its hash and sends it once per server (a NOSCRIPT reply
+    # costs one more statement; in a cluster the two sessions may live on two servers):
+    # the first read of each kind on each session is not measured.
+    for s in (big, small):
+        s.get_items(10), s.page(None, 10, newest_first=True), s.page("f:5", 10)
     work: dict[int, list[tuple[int, int]]] = {}
     for s, size in ((big, n), (small, 20)):
         work[size] = []
