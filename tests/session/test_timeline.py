@@ -124,6 +124,7 @@ CONFIGS = st.fixed_dictionaries(
 
 
 def check(mem: ConversationMemory, switch: Switch) -> None:
+    mem.flush()  # the index worker done: the timeline's context and this one see one index
     log = mem.messages()
     t = timeline(mem)  # with tiers it takes the context itself (the search; read-only)
     stats = mem.stats()
