@@ -11,9 +11,11 @@ from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall.keys import (
     KINDS,
+    MAX_FACTS,
     MAX_SENTENCES,
     MIN_WORDS,
     exchanges,
+    fact_statements,
     keys_for,
     message_keys,
     sentences,
@@ -50,6 +52,44 @@ def test_message_keys_are_the_text_first_then_distinct_others() -> None:
         f"Hi there\n{text}",
     ]
     assert message_keys("Thanks! See you.", None, KINDS) == ["Thanks! See you."]
+    said = "Just so you know, I eat vegan. Any soup ideas?"
+    assert message_keys(said, None, KINDS) == [
+        said,
+        "Just so you know, I eat vegan.",
+        "Any soup ideas?",
+        "my diet is vegan",
+    ]
+    assert message_keys(said, None, KINDS, role="assistant") == [
+        said,
+        "Just so you know, I eat vegan.",
+        "Any soup ideas?",
+    ]
+    assert message_keys(said, None, ("message", "sentences", "exchange")) == [
+        said,
+        "Just so you know, I eat vegan.",
+        "Any soup ideas?",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "statements"),
+    [
+        ("I eat pescatarian, so no steak.", ["my diet is pescatarian"]),
+        ("I left Initech and started at Vandelay Imports.", ["my employer is Vandelay Imports"]),
+        ("I hate cilantro and I'm allergic to shellfish.",
+         ["I am allergic to shellfish", "I dislike cilantro"]),
+        ("I love jazz.", ["I like jazz"]),
+        ("My gym locker is 214.", ["my gym locker is 214"]),
+        ("Can you suggest a soup?", []),
+    ],
+)  # fmt: skip
+def test_facts_are_said_plainly(text: str, statements: list[str]) -> None:
+    assert sorted(fact_statements(text, None)) == sorted(statements)
+
+
+def test_a_message_has_at_most_max_facts_fact_keys() -> None:
+    text = " ".join(f"I love dish{i}." for i in range(MAX_FACTS + 3))
+    assert fact_statements(text, None) == [f"I like dish{i}" for i in range(MAX_FACTS)]
 
 
 def test_a_reply_pairs_with_the_latest_user_text_before_it() -> None:
@@ -59,7 +99,7 @@ def test_a_reply_pairs_with_the_latest_user_text_before_it() -> None:
 
 
 def test_the_embedder_declares_the_default_and_keys_overrides_it() -> None:
-    assert keys_for(HashingEmbedder(), None) == ("message",)
+    assert keys_for(HashingEmbedder(), None) == ("message", "facts")
     from convomem.recall.minilm import MiniLMEmbedder
     from convomem.recall.openai_embeddings import OpenAIEmbedder
 
@@ -81,12 +121,29 @@ def test_a_fact_said_in_passing_is_found_by_its_sentence_key() -> None:
         f"museum and maybe a boat trip? {aside}. Also what should I pack for rain and wind?"
     )
     scores = {}
-    for keys in (["message"], list(KINDS)):
+    for keys in (["message"], ["message", "sentences"]):
         with RecallIndex("sqlite://", keys=keys, vector_weight=1.0) as idx:
             idx.add([Message("m1", "user", content=text)], user_id="u", session_id="s")
             (hit,) = idx.search("work as a pharmacist", user_id="u", k=1)
             scores[len(keys)] = hit.similarity
-    assert scores[3] is not None and scores[1] is not None and scores[3] > scores[1] + 0.2
+    assert scores[2] is not None and scores[1] is not None and scores[2] > scores[1] + 0.2
+
+
+def test_a_fact_the_message_implies_is_found_by_its_statement() -> None:
+    """ "I eat vegan" never says "diet"; its fact key does, for the user's message only."""
+    text = "Quick dinner question. Just so you know, I eat vegan. What takes under thirty minutes?"
+    scores = {}
+    for keys, role in (
+        (["message", "sentences"], "user"),
+        (list(KINDS), "assistant"),
+        (list(KINDS), "user"),
+    ):
+        with RecallIndex("sqlite://", keys=keys, vector_weight=1.0) as idx:
+            idx.add([Message("m1", role, content=text)], user_id="u", session_id="s")
+            (hit,) = idx.search("what is my diet", user_id="u", k=1)
+            scores[len(keys), role] = hit.similarity
+    assert scores[2, "user"] == pytest.approx(scores[4, "assistant"])  # no fact key for a reply
+    assert scores[4, "user"] > scores[2, "user"] + 0.2
 
 
 def test_a_tool_call_without_text_is_recallable_by_its_arguments() -> None:

@@ -47,6 +47,18 @@ def test_every_development_set_expectation_is_extracted_exactly():
         ("My daughter is seven", {("daughter", "7")}),
         ("Je m'appelle Marc et j'habite à Paris.", {("name", "Marc"), ("city", "Paris")}),
         ("Ich heiße Lena.", {("name", "Lena")}),
+        ("Just so you know, I eat pescatarian.", {("diet", "pescatarian")}),
+        ("I follow a vegan diet and I keep it simple.", {("diet", "vegan")}),
+        ("I'm on a gluten-free diet.", {("diet", "gluten-free")}),
+        ("I left Initech and started at Vandelay Imports on Monday.",
+         {("employer", "Vandelay Imports")}),
+        ("I quit Globex to join Hooli.", {("employer", "Hooli")}),
+        ("I started working at Northwind last week.", {("employer", "Northwind")}),
+        ("I'm employed by Acme Corp.", {("employer", "Acme Corp")}),
+        # not a diet, not an employer
+        ("I eat vegetables a lot.", set()),
+        ("I left Austin and moved to Lyon.", set()),
+        ("I started at nine and left at noon.", set()),
     ],
 )  # fmt: skip
 def test_phrasings(text: str, expected: set[tuple[str, str]]):

@@ -177,7 +177,9 @@ def add_gen(
     if not fresh:
         return 0
     todo = list(fresh.values())
-    more_keys = [message_keys(text, prior, keys)[1:] for _, _, text, prior in todo]
+    more_keys = [
+        message_keys(text, prior, keys, m.role, m.created_at)[1:] for m, _, text, prior in todo
+    ]
     extra = [Message(role="user", content=key) for ks in more_keys for key in ks]
     firsts = [m if m.text() else Message(role="user", content=text) for m, _, text, _ in todo]
     vectors = yield Embed(firsts + extra)

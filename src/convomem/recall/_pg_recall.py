@@ -5,7 +5,7 @@
   index) and a ``vector`` column holding the item's first key (its whole text); an HNSW
   index (cosine) over it is made when the first vectors fix the dimension (kept in
   ``convomem_recall_meta``).
-- ``convomem_recall_keys``: an item's other keys (its sentences, its exchange), one row
+- ``convomem_recall_keys``: an item's other keys (its sentences, its exchange, its facts), one row
   each, numbered from 1, with the item's scope, kind and time copied so a filtered search
   needs no join; deleted with their item (``ON DELETE CASCADE``); an HNSW index like the
   items'. Items stored before keys existed have none and are searched by ``vec`` alone.

@@ -13,7 +13,8 @@ same sans-I/O logic (``_core``).
   by weighted reciprocal rank fusion (``fusion.fuse``); ties go to the newer item; a
   "now" or "when" question then reorders the fused candidates (``rerank``, ``_rerank``).
 - **Keys**: a message is embedded under its ``keys`` (``recall.keys``: its text, its
-  sentences, the exchange a reply answers) and scores its best key.
+  sentences, the exchange a reply answers, the facts a user states) and scores its best
+  key.
 - **Embedding**: each distinct text once (a content-keyed ``EmbeddingCache``, batched);
   an item already indexed is never embedded again.
 - **Ingest off the hot path**: ``submit`` queues messages for a background worker;
@@ -96,7 +97,8 @@ class RecallIndex:
     vector list's weight in the fusion against the lexical list's 1 (None: the
     embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
     embedded under (``recall.keys``: the whole text, its sentences, the exchange it
-    answers; an item scores its best key; None: what the embedder declares); ``rerank``
+    answers, the facts a user states; an item scores its best key; None: what the
+    embedder declares); ``rerank``
     whether a question about the present ("now") or a time ("when") reorders the best
     candidates, newer or dated items up (``_rerank``), before the cut to ``k``.
     """

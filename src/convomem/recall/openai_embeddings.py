@@ -35,14 +35,14 @@ class OpenAIEmbedder:
     local servers); ``dimensions`` asks models that support it for shorter vectors.
     ``fusion_weight``: a trained model's cosines lead the hybrid fusion, as MiniLM's do
     (the same weight; not measured with OpenAI's models here: no network).
-    ``recall_keys``: a ``RecallIndex`` embeds each message under its text, its sentences
-    and the exchange a reply answers, as with MiniLM (``recall.keys``): about 2.4x the
+    ``recall_keys``: a ``RecallIndex`` embeds each message under its text, its sentences,
+    the exchange a reply answers and a user's facts, as with MiniLM (``recall.keys``): ~2.5x the
     texts (and tokens billed) of the text alone; ``RecallIndex(keys=["message"])`` embeds
     each message once.
     """
 
     fusion_weight: float = 4.0
-    recall_keys: tuple[str, ...] = ("message", "sentences", "exchange")
+    recall_keys: tuple[str, ...] = ("message", "sentences", "exchange", "facts")
 
     def __init__(
         self,

@@ -114,7 +114,8 @@ _ALLERGY = re.compile(
 )
 _ALLERGY_NOUN = re.compile(r"(?i:\b(?:a|an)\s+(?P<o>[a-z]{3,20})\s+allergy\b)")
 _DIET = re.compile(
-    rf"(?i:\b(?:{_IM}|soy|je\s+suis|ich\s+bin)\s+(?:a\s+|strictly\s+|strict\s+)?)"
+    rf"(?i:\b(?:{_IM}|soy|je\s+suis|ich\s+bin)\s+(?:a\s+|strictly\s+|strict\s+|on\s+an?\s+)?"
+    r"|\bi\s+(?:only\s+|mostly\s+|now\s+|strictly\s+)?(?:eat|keep|follow\s+an?)\s+)"
     r"(?P<v>(?i:vegetarian[oa]?|vegan[oa]?|pescatarian|végétarien(?:ne)?|végane?"
     r"|vegetarier(?:in)?|veganer(?:in)?|lactose[- ]intolerant|gluten[- ]free|celiac|coeliac"
     r"|diabetic|kosher|halal))\b"
@@ -128,7 +129,14 @@ _JOB_AT = re.compile(
     rf"(?i:\b{_IM}\s+(?:a|an)\s+)(?P<v>[a-z]{{3,20}}(?:\s+[a-z]{{3,20}})?)"
     rf"\s+(?i:at|for)\s+(?P<e>{_NAME_CAP})"
 )
-_EMPLOYER = re.compile(rf"(?i:\bi\s+work\s+(?:at|for))\s+(?P<e>{_NAME_CAP})")
+_EMPLOYER = re.compile(
+    r"(?i:\bi\s+(?:now\s+|still\s+)?work\s+(?:at|for)"
+    r"|\bi\s+(?:just\s+|recently\s+)?(?:started|began)\s+(?:a\s+new\s+job\s+|working\s+)?at"
+    rf"|\b{_IM}\s+(?:now\s+)?employed\s+(?:at|by)|\bi\s+got\s+a\s+job\s+(?:at|with)"
+    rf"|\bi\s+(?:just\s+)?(?:left|quit)\s+{_NAME_CAP}\s+(?:and|to)\s+"
+    r"(?:started\s+at|start\s+at|joined|join))"
+    rf"\s+(?P<e>{_NAME_CAP})"
+)
 _AGE = re.compile(
     rf"(?i:\b(?:{_IM}|tengo|j['’]ai|ich\s+bin)\s+)(?P<n>{NUMBER_WORD})"
     r"(?i:\s+(?:years?\s+old|years?\s+of\s+age|años|ans|jahre\s+alt))"
@@ -198,7 +206,7 @@ _GATES: Final[dict[str, tuple[str, ...]]] = {
              "hasse"),
     "diet": ("veg", "pesc", "lactose", "gluten", "celiac", "coeliac", "diabet", "kosher",
              "halal", "végé", "végan"),
-    "job": ("work", "travaille", "arbeite", "trabajo", " at ", " for "),
+    "job": ("work", "travaille", "arbeite", "trabajo", " at ", " for ", "employ", "join"),
     "age": ("old", "age", "años", "ans", "jahre", "turned"),
     "count": ("have", "own", "got", "tengo", "j'ai", "j’ai", "habe"),
     "my": ("my ", "our ", "mi ", "mis ", "mon ", "ma ", "mein", "unser"),
