@@ -4,7 +4,8 @@ Indexes ``--messages`` synthetic conversational messages (seeded; 8-20 words fro
 2,000-word vocabulary in 1-3 sentences, user and assistant messages alternating,
 HashingEmbedder(dim=256); each message embedded under ``--keys``, by default the
 embedder's ``recall_keys``: HashingEmbedder's the text alone, ``--keys
-message,sentences,exchange`` adds its sentences and the exchange a reply answers) in two
+message,sentences,exchange,facts`` adds its sentences, the exchange a reply answers and
+the facts a user message states; random words state few) in two
 layouts: **one user** holding
 them all, and **spread** over ``--users`` users (same total). Then ``--queries``
 searches (3-6 words; k=10), each for a random user of the layout, timed one by one
@@ -106,7 +107,7 @@ def ingest(idx: RecallIndex, texts: list[str], users: int, batch: int = 1000) ->
 class Dense384:
     """Random dense unit vectors of MiniLM's dimension, fixed by each text's hash: the
     search cost of a trained 384-dimension embedder without its forward pass. Declares
-    MiniLM's fusion weight and keys (all three kinds)."""
+    MiniLM's fusion weight and keys (every kind)."""
 
     fusion_weight = 4.0
 

@@ -99,7 +99,7 @@ def test_a_reply_pairs_with_the_latest_user_text_before_it() -> None:
 
 
 def test_the_embedder_declares_the_default_and_keys_overrides_it() -> None:
-    assert keys_for(HashingEmbedder(), None) == ("message", "facts")
+    assert keys_for(HashingEmbedder(), None) == ("message",)
     from convomem.recall.minilm import MiniLMEmbedder
     from convomem.recall.openai_embeddings import OpenAIEmbedder
 

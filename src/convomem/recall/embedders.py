@@ -96,11 +96,11 @@ class HashingEmbedder:
     """
 
     fusion_weight: float = 0.25
-    recall_keys: tuple[str, ...] = ("message", "facts")
-    """The text and its facts (``recall.keys``): sentence and exchange keys moved the
+    recall_keys: tuple[str, ...] = ("message",)
+    """One key a message (``recall.keys``): at its fusion weight more keys moved the
     hybrid recall by 1-2.5 points on the LongMem sets but cost 2.5x the search and 4x
-    the ingest; fact keys are few (a user message that states a fact) and moved the
-    vectors' own recall from 0.283 to 0.358 on the dev set (bench/README.md)."""
+    the ingest (sentences, exchange) or 2.2x the ingest (facts: the extractor's rules
+    run on every user message), bench/README.md."""
 
     def __init__(
         self,
