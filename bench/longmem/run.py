@@ -3,6 +3,7 @@
     .venv/bin/python bench/longmem/run.py                       # seed 1, 8 users per set
     .venv/bin/python bench/longmem/run.py --embedder minilm     # all-MiniLM-L6-v2 (minilm extra)
     .venv/bin/python bench/longmem/run.py --misses              # list what hybrid misses
+    .venv/bin/python bench/longmem/run.py --store postgresql    # PostgreSQL + pgvector
 
 For each set (``dev``: the templates recall may be tuned on; ``heldout``: never tuned on),
 ``generate.py`` writes the users' sessions, which are appended to a real SQLite store
@@ -131,14 +132,16 @@ def run_set(
     neighbours: int | None,
     ingest: str,
     vector_weight: float | None = None,
+    url: str | None = None,
 ) -> dict[str, Any]:
     """Ingest one set, ask every question; per-question records and timings.
 
     ``ingest="memory"``: each session through a tiered ``ConversationMemory`` (then every
     message still in a view is indexed too, so all are searchable); ``"direct"``: each
-    session appended to the store and indexed as it is."""
+    session appended to the store and indexed as it is. ``url``: the store (default: a
+    SQLite file in ``workdir``)."""
     path = Path(workdir) / f"longmem-{data['set']}.db"
-    db = open_store(f"sqlite:///{path}")
+    db = open_store(url or f"sqlite:///{path}")
     index = RecallIndex(db, embedder=embedder, vector_weight=vector_weight)
     # the same items, searched without the rerank (its own partitions; queries only)
     plain = RecallIndex(db, embedder=embedder, vector_weight=vector_weight, rerank=False)
@@ -373,30 +376,49 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--sets", default="dev,heldout", help="which sets, comma-separated (tune on dev only)"
     )
+    p.add_argument(
+        "--store",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="postgresql: an embedded PostgreSQL + pgvector server started here",
+    )
     p.add_argument("--misses", action="store_true")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args(argv)
     make: Callable[[], Any] = lambda: _embedder(a.embedder)  # noqa: E731
     ingest = a.ingest or ("memory" if _takes_recall() else "direct")
     print(
-        f"longmem: seed {a.seed}, {a.users} users per set, embedder {a.embedder}, k={K}, "
-        f"budget {BUDGET}, ingest {ingest}"
+        f"longmem: seed {a.seed}, {a.users} users per set, {a.store}, embedder {a.embedder}, "
+        f"k={K}, budget {BUDGET}, ingest {ingest}"
         + ("" if a.neighbours is None else f", neighbours={a.neighbours}")
         + ("" if a.vector_weight is None else f", vector_weight={a.vector_weight}")
     )
     thresholds = None
     summary = {}
-    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
-        for name in a.sets.split(","):
-            data = generate(a.seed, a.users, name)
-            result = run_set(data, make(), d, a.neighbours, ingest, a.vector_weight)
-            s = score(result, thresholds)
-            if name == "dev":
-                thresholds = s["thresholds"]
-            report(name, result, s)
-            if a.misses:
-                misses(result, "hybrid")
-            summary[name] = s
+    server = None
+    if a.store == "postgresql":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+        from _servers_postgres import start_postgres
+
+        server = start_postgres()
+    try:
+        with tempfile.TemporaryDirectory(
+            dir="/dev/shm" if Path("/dev/shm").is_dir() else None
+        ) as d:
+            for name in a.sets.split(","):
+                data = generate(a.seed, a.users, name)
+                url = None if server is None else server.fresh_url()
+                result = run_set(data, make(), d, a.neighbours, ingest, a.vector_weight, url)
+                s = score(result, thresholds)
+                if name == "dev":
+                    thresholds = s["thresholds"]
+                report(name, result, s)
+                if a.misses:
+                    misses(result, "hybrid")
+                summary[name] = s
+    finally:
+        if server is not None:
+            server.stop()
     if not next(iter(summary.values()))["hybrid"].get("qa_context"):
         print("\nqa-context (hybrid): not measured: ConversationMemory takes no recall= yet")
     if a.json:
