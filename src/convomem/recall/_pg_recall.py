@@ -5,11 +5,15 @@
   index) and a ``vector`` column holding the item's first key (its whole text); an HNSW
   index (cosine) over it is made when the first vectors fix the dimension (kept in
   ``convomem_recall_meta``).
-- ``convomem_recall_keys``: an item's other keys (its sentences, its exchange, its facts), one row
-  each, numbered from 1, with the item's scope, kind and time copied so a filtered search
-  needs no join; deleted with their item (``ON DELETE CASCADE``); an HNSW index like the
-  items'. Items stored before keys existed have none and are searched by ``vec`` alone.
-- Lexical relevance is ``ts_rank_cd`` over the user's newest ``LEXICAL_WINDOW`` matches;
+- ``convomem_recall_keys``: an item's other keys (its sentences, its exchange, its
+  facts), one row each, numbered from 1, with the item's scope, kind and time copied so
+  a filtered search needs no join; deleted with their item (``ON DELETE CASCADE``); an
+  HNSW index like the items'. Items stored before keys existed have none and are
+  searched by ``vec`` alone.
+- Lexical relevance is BM25 over the user's newest ``LEXICAL_WINDOW`` matches (binary
+  term frequency, document length in distinct words, each word's document frequency
+  and the average length counted within those matches: the per-user statistics come
+  with the rows, no table-wide ones leak between users);
   vector search ranks an item by its best key: the HNSW indexes with
   ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), so a filtered search still
   finds k items of the user; older pgvector gets an exact search over the user's rows.
@@ -27,14 +31,15 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._backend import Item, Q, Row, Scope
+from ._partition import K1, B
 from .fusion import VECTOR_TOLERANCE
 
 Op = Generator[Q, Any, Any]
 
 _COLUMNS = "rid, session_id, message_id, seq, kind, created_at, text"
 LEXICAL_WINDOW = 2000
-"""Matches ranked by ``ts_rank_cd`` at most: the user's newest (ranking every row a
-common word matches made one-user searches slow)."""
+"""Matches ranked at most: the user's newest (ranking every row a common word matches
+made one-user searches slow)."""
 
 
 def _literal(vec: Any) -> str:
@@ -266,14 +271,22 @@ class PgRecall:
             return []
         query = " | ".join(f"'{t}'" for t in terms)  # terms are letters and digits only
         extra, params = self._filters(kinds, as_of)
+        # the window: the user's newest matches (the planner sees the query, so a common
+        # word walks the user's rows newest first instead of reading every match); then
+        # BM25 with each word's document frequency counted within the window
         rows = yield Q.all(
-            "WITH q AS (SELECT to_tsquery('simple', %s) AS q), "
-            f"m AS (SELECT rid, tsv FROM {self.items}, q "
-            f"WHERE tenant = %s AND user_id = %s AND tsv @@ q.q{extra} "
-            f"ORDER BY rid DESC LIMIT {LEXICAL_WINDOW}) "
-            "SELECT m.rid, ts_rank_cd(m.tsv, q.q) AS s FROM m, q "
-            "ORDER BY s DESC, m.rid DESC LIMIT %s",
-            (query, *scope, *params, n),
+            "WITH q AS MATERIALIZED (SELECT i, to_tsquery('simple', t) AS q "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i)), "
+            f"m AS (SELECT rid, tsv, length(tsv) AS dl FROM {self.items} "
+            f"WHERE tenant = %s AND user_id = %s AND tsv @@ to_tsquery('simple', %s){extra} "
+            f"ORDER BY rid DESC LIMIT {LEXICAL_WINDOW}), "
+            "w AS (SELECT count(*)::float8 AS n, greatest(avg(dl), 1)::float8 AS avgdl FROM m), "
+            "h AS (SELECT m.rid, m.dl, q.i FROM m JOIN q ON m.tsv @@ q.q), "
+            "d AS (SELECT i, count(*)::float8 AS df FROM h GROUP BY i) "
+            "SELECT h.rid, sum(ln(1 + (w.n - d.df + 0.5) / (d.df + 0.5)) * "
+            f"{K1 + 1.0} / (1 + {K1} * (1 - {B} + {B} * h.dl / w.avgdl))) AS s "
+            "FROM h JOIN d USING (i), w GROUP BY h.rid ORDER BY s DESC, h.rid DESC LIMIT %s",
+            (list(dict.fromkeys(terms)), *scope, query, *params, n),
         )
         return [(int(rid), float(s)) for rid, s in rows]
 
