@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
-from convomem.recall._partition import K1, B
-from convomem.recall.fusion import fuse
+from convomem.recall.fusion import K1, B, fuse
 from convomem.recall.keys import KINDS as KEY_KINDS
 
 EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "40"))

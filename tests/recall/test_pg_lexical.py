@@ -1,5 +1,5 @@
-"""The PostgreSQL recall backend's lexical ranking: BM25 over the user's newest matches,
-each word's document frequency counted within them, against a Python oracle."""
+"""The PostgreSQL recall backend's lexical ranking: BM25 over each query word's newest
+matches of the user, document frequencies counted within them, against a Python oracle."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from convomem.recall import HashingEmbedder, RecallIndex, _pg_recall
 from convomem.recall._backend import Item, Scope
-from convomem.recall._partition import K1, B
+from convomem.recall.fusion import K1, B
 from convomem.stores import open_store
 
 from .test_pg_recall import run, sql, statement
@@ -21,28 +21,30 @@ from .test_pg_recall import run, sql, statement
 EXAMPLES = int(os.environ.get("CONVOMEM_PG_KEYS_EXAMPLES", "20"))
 WORDS = ["oak", "river", "lemon", "violin", "garden", "winter", "copper"]
 OWNERS = [Scope("", "u"), Scope("", "v"), Scope("t", "u")]
-WINDOW = 6
+WINDOW = 3
 EPS = 1e-9
 
 
 def oracle(texts: dict[int, str], terms: list[str], n: int, window: int) -> list[tuple[int, float]]:
-    """The ``n`` best ``(rid, score)``: the newest ``window`` texts holding a term, each
-    scored by BM25 with binary term frequency, document length in distinct words, and
-    document frequencies and the average length counted within the window."""
+    """The ``n`` best ``(rid, score)``: the union of each term's newest ``window``
+    matches, each scored by BM25 with binary term frequency, document length in distinct
+    words, and document frequencies and the average length counted within the union."""
     wanted = set(terms)
-    matches = sorted((r for r, t in texts.items() if wanted & set(t.split())), reverse=True)
-    win = matches[:window]
-    if not win:
+    words = {r: set(t.split()) for r, t in texts.items()}
+    union: set[int] = set()
+    for term in wanted:
+        union.update(sorted((r for r in texts if term in words[r]), reverse=True)[:window])
+    if not union:
         return []
-    words = {r: set(texts[r].split()) for r in win}
-    avgdl = max(sum(len(w) for w in words.values()) / len(win), 1.0)
-    df = {t: sum(t in w for w in words.values()) for t in wanted}
+    avgdl = max(sum(len(words[r]) for r in union) / len(union), 1.0)
+    df = {t: sum(t in words[r] for r in union) for t in wanted}
     scores = {}
-    for r in win:
+    for r in union:
         norm = K1 + 1.0
         norm /= 1 + K1 * (1 - B + B * len(words[r]) / avgdl)
         scores[r] = sum(
-            math.log(1 + (len(win) - df[t] + 0.5) / (df[t] + 0.5)) * norm for t in wanted & words[r]
+            math.log(1 + (len(union) - df[t] + 0.5) / (df[t] + 0.5)) * norm
+            for t in wanted & words[r]
         )
     return sorted(scores.items(), key=lambda p: (-p[1], -p[0]))[:n]
 
@@ -60,7 +62,10 @@ def test_lexical_ranks_the_newest_matches_by_bm25(
 
     @settings(max_examples=EXAMPLES, deadline=None)
     @given(
-        st.lists(st.tuples(st.sampled_from(OWNERS), st.sampled_from(["user", "tool"]), text)),
+        st.lists(
+            st.tuples(st.sampled_from(OWNERS), st.sampled_from(["user", "tool"]), text),
+            max_size=30,
+        ),
         st.sampled_from(OWNERS),
         st.lists(st.sampled_from([*WORDS, "absent"]), min_size=1, max_size=4),
         st.integers(1, 8),
@@ -92,6 +97,30 @@ def test_lexical_ranks_the_newest_matches_by_bm25(
 
     try:
         check()
+    finally:
+        idx.close()
+        db.close()
+
+
+def test_an_old_rare_word_is_found_past_a_common_words_window(
+    postgresql: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every word has its own window: a common word's newest matches cannot crowd out
+    the one old message holding the rare word the question is about."""
+    monkeypatch.setattr(_pg_recall, "LEXICAL_WINDOW", 5)
+    db = open_store(postgresql.fresh_url())
+    idx = RecallIndex(db, embedder=HashingEmbedder(dim=8))
+    b = idx.backend
+    scope = Scope("", "u")
+    try:
+        texts = ["i eat pescatarian food"] + [f"i went out {w}" for w in WORDS * 3]
+        for i, t in enumerate(texts):  # the rare word's message is the oldest
+            it = Item("s", f"m{i}", None, "user", 0.0, t, b"\0" * 32)
+            run(idx, lambda it=it: b.insert(scope, [it], 8), write=True)
+        got = run(idx, lambda: b.lexical(scope, ["what", "i", "pescatarian"], 3, None, None))
+        (first_rid, _), *_ = got
+        (mid,) = sql(idx, f"SELECT message_id FROM {b.items} WHERE rid = %s", [first_rid])[0]
+        assert mid == "m0"
     finally:
         idx.close()
         db.close()

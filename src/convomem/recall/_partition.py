@@ -29,11 +29,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from ._keyvecs import KeyVectors, Snapshot, similarities
-from .fusion import _WORD, VECTOR_TOLERANCE, query_terms
-
-K1: Final = 1.2
-B: Final = 0.75
-
+from .fusion import _WORD, K1, VECTOR_TOLERANCE, B, query_terms
 
 _END: Final = "\x00"
 _WORD_OR_END: Final = re.compile(_WORD.pattern + "|\x00")

@@ -10,10 +10,10 @@
   a filtered search needs no join; deleted with their item (``ON DELETE CASCADE``); an
   HNSW index like the items'. Items stored before keys existed have none and are
   searched by ``vec`` alone.
-- Lexical relevance is BM25 over the user's newest ``LEXICAL_WINDOW`` matches (binary
-  term frequency, document length in distinct words, each word's document frequency
-  and the average length counted within those matches: the per-user statistics come
-  with the rows, no table-wide ones leak between users);
+- Lexical relevance is BM25 over each query word's newest ``LEXICAL_WINDOW`` matches of
+  the user (binary term frequency, document length in distinct words, document
+  frequencies and the average length counted within those matches: per-user statistics
+  that come with the rows, no table-wide ones leak between users);
   vector search ranks an item by its best key: the HNSW indexes with
   ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), so a filtered search still
   finds k items of the user; older pgvector gets an exact search over the user's rows.
@@ -31,15 +31,14 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._backend import Item, Q, Row, Scope
-from ._partition import K1, B
-from .fusion import VECTOR_TOLERANCE
+from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
 
 _COLUMNS = "rid, session_id, message_id, seq, kind, created_at, text"
-LEXICAL_WINDOW = 2000
-"""Matches ranked at most: the user's newest (ranking every row a common word matches
-made one-user searches slow)."""
+LEXICAL_WINDOW = 500
+"""A query word's matches ranked at most: its newest (ranking every row a common word
+matches made one-user searches slow; a rare word's matches all fit)."""
 
 
 def _literal(vec: Any) -> str:
@@ -269,24 +268,29 @@ class PgRecall:
     ) -> Op:
         if not terms:
             return []
-        query = " | ".join(f"'{t}'" for t in terms)  # terms are letters and digits only
+        words = list(dict.fromkeys(terms))  # letters and digits only (query_terms)
         extra, params = self._filters(kinds, as_of)
-        # the window: the user's newest matches (the planner sees the query, so a common
-        # word walks the user's rows newest first instead of reading every match); then
-        # BM25 with each word's document frequency counted within the window
+        # Each word's window: its newest matches (one branch a word, the word a
+        # parameter the planner sees: a common word walks the user's rows newest first, a
+        # rare one reads its few matches). Their union is scored by BM25, every query
+        # word checked on every row, document frequencies counted within the union.
+        window = (
+            f"(SELECT rid, tsv FROM {self.items} WHERE tenant = %s AND user_id = %s "
+            f"AND tsv @@ to_tsquery('simple', %s){extra} ORDER BY rid DESC "
+            f"LIMIT {LEXICAL_WINDOW})"
+        )
         rows = yield Q.all(
             "WITH q AS MATERIALIZED (SELECT i, to_tsquery('simple', t) AS q "
             "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i)), "
-            f"m AS (SELECT rid, tsv, length(tsv) AS dl FROM {self.items} "
-            f"WHERE tenant = %s AND user_id = %s AND tsv @@ to_tsquery('simple', %s){extra} "
-            f"ORDER BY rid DESC LIMIT {LEXICAL_WINDOW}), "
+            f"m AS (SELECT DISTINCT ON (rid) rid, tsv, length(tsv) AS dl FROM "
+            f"({' UNION ALL '.join([window] * len(words))}) x), "
             "w AS (SELECT count(*)::float8 AS n, greatest(avg(dl), 1)::float8 AS avgdl FROM m), "
             "h AS (SELECT m.rid, m.dl, q.i FROM m JOIN q ON m.tsv @@ q.q), "
             "d AS (SELECT i, count(*)::float8 AS df FROM h GROUP BY i) "
             "SELECT h.rid, sum(ln(1 + (w.n - d.df + 0.5) / (d.df + 0.5)) * "
             f"{K1 + 1.0} / (1 + {K1} * (1 - {B} + {B} * h.dl / w.avgdl))) AS s "
             "FROM h JOIN d USING (i), w GROUP BY h.rid ORDER BY s DESC, h.rid DESC LIMIT %s",
-            (list(dict.fromkeys(terms)), *scope, query, *params, n),
+            (words, *[v for w in words for v in (*scope, w, *params)], n),
         )
         return [(int(rid), float(s)) for rid, s in rows]
 

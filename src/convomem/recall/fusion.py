@@ -28,6 +28,9 @@ LEXICAL_TOLERANCE: Final = 1e-9
 VECTOR_TOLERANCE: Final = 1e-6
 """Absolute tolerance under which two cosines count as equal (float32 storage)."""
 
+K1: Final = 1.2
+B: Final = 0.75
+"""BM25's term-frequency saturation and length normalization, in both backends."""
 _WORD = re.compile(r"[^\W_]+")
 MAX_TERMS: Final = 64
 

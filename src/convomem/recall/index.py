@@ -98,9 +98,9 @@ class RecallIndex:
     embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
     embedded under (``recall.keys``: the whole text, its sentences, the exchange it
     answers, the facts a user states; an item scores its best key; None: what the
-    embedder declares); ``rerank``
-    whether a question about the present ("now") or a time ("when") reorders the best
-    candidates, newer or dated items up (``_rerank``), before the cut to ``k``.
+    embedder declares); ``rerank`` whether a question about the present ("now") or a
+    time ("when") reorders the best candidates, newer or dated items up (``_rerank``),
+    before the cut to ``k``.
     """
 
     def __init__(
