@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -89,38 +90,46 @@ def main() -> None:
     vectors = np.asarray(emb.embed_batch(texts), dtype=np.float32)
     qvecs = np.asarray(emb.embed_batch(queries), dtype=np.float32)
     base = Path(tempfile.mkdtemp(dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-    for users in (1, a.users):
-        db, took = vec_table(str(base / f"vec{users}.db"), vectors, users)
-        sql = "SELECT rowid, distance FROM items WHERE embedding MATCH ? AND k = ? AND user_id = ?"
+    try:
+        for users in (1, a.users):
+            db, took = vec_table(str(base / f"vec{users}.db"), vectors, users)
+            sql = (
+                "SELECT rowid, distance FROM items "
+                "WHERE embedding MATCH ? AND k = ? AND user_id = ?"
+            )
 
-        def knn(i: int, user: str, db: Any = db, sql: str = sql) -> Any:
-            return db.execute(sql, (qvecs[i].tobytes(), K_CANDIDATES, user)).fetchall()
+            def knn(i: int, user: str, db: Any = db, sql: str = sql) -> Any:
+                return db.execute(sql, (qvecs[i].tobytes(), K_CANDIDATES, user)).fetchall()
 
-        for u in range(users):  # first reads of each user's pages
-            knn(0, f"user{u}")
-        vec = timed(knn, list(range(len(queries))), users, a.seed)
-        db.close()
-        store = open_store(f"sqlite:///{base}/recall{users}.db")
-        idx = RecallIndex(store, embedder=emb, keys=["message"])
-        ingest_s = ingest(idx, texts, users)
-        for u in range(users):  # warm every partition, as bench_recall does
-            idx.search(queries[0], user_id=f"user{u}", k=10)
+            for u in range(users):  # first reads of each user's pages
+                knn(0, f"user{u}")
+            vec = timed(knn, list(range(len(queries))), users, a.seed)
+            db.close()
+            store = open_store(f"sqlite:///{base}/recall{users}.db")
+            idx = RecallIndex(store, embedder=emb, keys=["message"])
+            ingest_s = ingest(idx, texts, users)
+            for u in range(users):  # warm every partition, as bench_recall does
+                idx.search(queries[0], user_id=f"user{u}", k=10)
 
-        def search(i: int, user: str, idx: Any = idx) -> Any:
-            return idx.search(queries[i], user_id=user, k=10)
+            def search(i: int, user: str, idx: Any = idx) -> Any:
+                return idx.search(queries[i], user_id=user, k=10)
 
-        ours = timed(search, list(range(len(queries))), users, a.seed)
-        idx.close()
-        store.close()
-        print(
-            f"n={len(texts):>7} users={users:>5} {a.embedder:8}  sqlite-vec knn k={K_CANDIDATES}: "
-            f"insert {len(texts) / took:7.0f} msg/s, p50 {vec['p50'] * 1e3:7.2f} ms "
-            f"p99 {vec['p99'] * 1e3:7.2f} ms | RecallIndex.search (hybrid): ingest "
-            f"{len(texts) / ingest_s:7.0f} msg/s, p50 {ours['p50'] * 1e3:6.2f} ms "
-            f"p99 {ours['p99'] * 1e3:6.2f} ms | sqlite-vec p50 / ours "
-            f"x{vec['p50'] / ours['p50']:.1f}",
-            flush=True,
-        )
+            ours = timed(search, list(range(len(queries))), users, a.seed)
+            idx.close()
+            store.close()
+            print(
+                f"n={len(texts):>7} users={users:>5} {a.embedder:8}  "
+                f"sqlite-vec knn k={K_CANDIDATES}: "
+                f"insert {len(texts) / took:7.0f} msg/s, p50 {vec['p50'] * 1e3:7.2f} ms "
+                f"p99 {vec['p99'] * 1e3:7.2f} ms | RecallIndex.search (hybrid): ingest "
+                f"{len(texts) / ingest_s:7.0f} msg/s, p50 {ours['p50'] * 1e3:6.2f} ms "
+                f"p99 {ours['p99'] * 1e3:6.2f} ms | sqlite-vec p50 / ours "
+                f"x{vec['p50'] / ours['p50']:.1f}",
+                flush=True,
+            )
+
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
