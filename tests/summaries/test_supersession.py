@@ -53,6 +53,49 @@ def test_a_new_value_closes_the_old_and_the_history_answers():
     assert [f.value for f in h.current()] == ["Porto"]
 
 
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_switched_from_a_to_b_supersedes_whatever_fact_holds_a(twin: str):
+    """The attribute is never said ("I switched from X to Y"): the fact holding X has it."""
+    h = FactHistory()
+    msgs = [
+        said("a", "My gym is BlueWave Pool, near the station.", 1.0),
+        said("b", "I switched from BlueWave Pool to Iron Temple this month.", 2.0),
+    ]
+    if twin == "sync":
+        h.add_messages(msgs, session_id="s")
+    else:
+        asyncio.run(h.aadd_messages(msgs, session_id="s"))
+    now = h.get("gym")
+    assert now is not None and (now.value, now.message_id, now.valid_from) == (
+        "Iron Temple",
+        "b",
+        2.0,
+    )
+    assert [v.valid_to for v in h.history("gym")] == [2.0, None]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I switched from Lyon to Nice.",  # no fact holds Lyon
+        "I moved from Porto to Faro.",  # two facts hold Porto: which one is unknowable
+        "I went from 2 to 3 sessions a week.",  # a bare number: many attributes could hold it
+        "The bus went from Porto to Faro.",  # not the user's change
+    ],
+)
+def test_a_change_whose_old_value_is_not_one_fact_changes_nothing(text: str):
+    h = FactHistory()
+    h.add_messages([said("a", "I live in Porto. My favourite city is Porto. I have 2 kids.", 1.0)])
+    assert {(f.attribute, f.value) for f in h.current()} == {
+        ("city", "Porto"),
+        ("favourite city", "Porto"),
+        ("kids", "2"),
+    }
+    before = h.history()
+    h.add_messages([said("b", text, 2.0)])
+    assert h.history() == before
+
+
 def test_the_same_value_again_changes_nothing_and_a_late_older_value_is_history():
     h = FactHistory()
     assert h.add([KeyedFact("city", "Porto", valid_from=200.0)])

@@ -160,6 +160,31 @@ _EVENT = re.compile(
 )
 
 
+_CHANGE = re.compile(
+    r"(?i:\b(?:i|we)\s+(?:just\s+|recently\s+|finally\s+|have\s+|['’]ve\s+)?"
+    r"(?:switched|changed|moved|went|upgraded|downgraded|transferred|swapped)\s+from)\s+"
+    r"(?P<old>[^,.;!?\n]{1,60}?)\s+(?i:to|for)\s+(?P<new>[^,.;!?\n]{1,60}?)" + _END
+)
+_WHEN_TAIL = re.compile(
+    r"(?i:\s+(?:(?:this|last|next)\s+(?:week|weekend|month|year)|today|yesterday|now"
+    r"|recently|lately|on\s+\w+day))+$"
+)
+
+
+def value_changes(text: str) -> list[tuple[str, str]]:
+    """``(old, new)`` values a user says they changed ("I switched from FitLab to Iron
+    Temple this month" -> ``("FitLab", "Iron Temple")``): the attribute is whatever
+    fact holds the old value, which only the fact history knows."""
+    if "from" not in text.lower():
+        return []
+    out = []
+    for m in _CHANGE.finditer(text[:MAX_TEXT]):
+        old, new = _clip(m.group("old")), _clip(_WHEN_TAIL.sub("", m.group("new")))
+        if old and new and len(new) <= MAX_VALUE:
+            out.append((old, new))
+    return out
+
+
 def _clip(value: str) -> str:
     value = _VALUE_CUT.split(value, maxsplit=1)[0]
     return " ".join(value.split()).strip(" .,!;:\"'")

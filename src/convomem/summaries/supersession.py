@@ -4,7 +4,9 @@ Each key (subject + attribute) has versions, oldest first; at most one is curren
 (``valid_to is None``). A new value for a key closes the current one at the new one's
 ``valid_from`` ("I moved to Porto" closes "I live in Lisbon"); the same value again
 changes nothing; a statement older than the current value (a late, out-of-order
-message) is filed in the history, closed, and does not replace it. ``current()``
+message) is filed in the history, closed, and does not replace it. A user's "I switched
+from A to B" (``_keyed_rules.value_changes``) gives B to the one current fact whose value
+is A, whatever its attribute (the extractor cannot know it). ``current()``
 answers today's values, ``get(attr, as_of=t)`` the value at a time, ``history(attr)``
 every value ("what was my old address?").
 
@@ -32,6 +34,7 @@ from .. import _check
 from ..errors import ConfigError, bounded_repr
 from ..tokens import Tokenizer, get_tokenizer
 from ._fact import SOURCE_TIER
+from ._keyed_rules import value_changes
 from .extractor import Extractor, OfflineExtractor
 from .keyed import SUBJECT_USER, KeyedFact, norm_attribute, norm_value
 
@@ -188,9 +191,7 @@ class FactHistory:
         if not new:
             return []
         facts = self.extractor.extract(new)
-        with self._lock:
-            self._mark(new)
-            return self.add(facts, session_id=session_id)
+        return self._file_read(new, facts, session_id)
 
     async def aadd_messages(
         self, messages: Iterable[Message], *, session_id: str | None = None
@@ -201,9 +202,49 @@ class FactHistory:
             return []
         aextract = getattr(self.extractor, "aextract", None)
         facts = await aextract(new) if aextract is not None else self.extractor.extract(new)
+        return self._file_read(new, facts, session_id)
+
+    def _file_read(
+        self, messages: list[Message], facts: list[KeyedFact], session_id: str | None
+    ) -> list[KeyedFact]:
+        """Record what the extractor read in ``messages``, then the values their users
+        say they changed ("I switched from A to B": B supersedes the one current fact
+        whose value is A, whatever its attribute; none or several: nothing)."""
         with self._lock:
-            self._mark(new)
-            return self.add(facts, session_id=session_id)
+            self._mark(messages)
+            out = self.add(facts, session_id=session_id)
+            for m in messages:
+                if m.role != "user":
+                    continue
+                for old, new in value_changes(m.text()):
+                    holders = self._holding(old)
+                    if len(holders) == 1:
+                        (cur,) = holders
+                        said = KeyedFact(
+                            cur.attribute,
+                            new,
+                            subject=cur.subject,
+                            source_role="user",
+                            message_id=m.id,
+                            valid_from=m.created_at,
+                        )
+                        out += self.add([said], session_id=session_id)
+            return out
+
+    def _holding(self, value: str) -> list[KeyedFact]:
+        """The current facts whose value is ``value`` (or starts with it and a comma:
+        "BlueWave Pool, near the station"); none for a bare number, which many
+        attributes could hold."""
+        want = norm_value(value)
+        if not want or want.replace(".", "").isdigit():
+            return []
+        out = []
+        for versions in self._versions.values():
+            cur = versions[-1]
+            have = norm_value(cur.value)
+            if cur.current and (have == want or have.startswith(want + ",")):
+                out.append(cur)
+        return out
 
     # -- reading -------------------------------------------------------------------------
 
