@@ -21,19 +21,21 @@ from .test_pg_recall import run, sql, statement
 EXAMPLES = int(os.environ.get("CONVOMEM_PG_KEYS_EXAMPLES", "20"))
 WORDS = ["oak", "river", "lemon", "violin", "garden", "winter", "copper"]
 OWNERS = [Scope("", "u"), Scope("", "v"), Scope("t", "u")]
-WINDOW = 3
+WINDOW = 6
 EPS = 1e-9
 
 
 def oracle(texts: dict[int, str], terms: list[str], n: int, window: int) -> list[tuple[int, float]]:
-    """The ``n`` best ``(rid, score)``: the union of each term's newest ``window``
-    matches, each scored by BM25 with binary term frequency, document length in distinct
-    words, and document frequencies and the average length counted within the union."""
+    """The ``n`` best ``(rid, score)``: the union of each term's newest matches (its
+    share of ``window``), each scored by BM25 with binary term frequency, document
+    length in distinct words, and document frequencies and the average length counted
+    within the union."""
     wanted = set(terms)
     words = {r: set(t.split()) for r, t in texts.items()}
     union: set[int] = set()
+    share = max(1, window // len(wanted))
     for term in wanted:
-        union.update(sorted((r for r in texts if term in words[r]), reverse=True)[:window])
+        union.update(sorted((r for r in texts if term in words[r]), reverse=True)[:share])
     if not union:
         return []
     avgdl = max(sum(len(words[r]) for r in union) / len(union), 1.0)

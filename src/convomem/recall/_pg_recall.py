@@ -10,10 +10,10 @@
   a filtered search needs no join; deleted with their item (``ON DELETE CASCADE``); an
   HNSW index like the items'. Items stored before keys existed have none and are
   searched by ``vec`` alone.
-- Lexical relevance is BM25 over each query word's newest ``LEXICAL_WINDOW`` matches of
-  the user (binary term frequency, document length in distinct words, document
-  frequencies and the average length counted within those matches: per-user statistics
-  that come with the rows, no table-wide ones leak between users);
+- Lexical relevance is BM25 over each query word's newest matches of the user, its
+  share of ``LEXICAL_WINDOW`` (binary term frequency, document length in distinct
+  words, document frequencies and the average length counted within those matches:
+  per-user statistics that come with the rows, no table-wide ones leak between users);
   vector search ranks an item by its best key: the HNSW indexes with
   ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), so a filtered search still
   finds k items of the user; older pgvector gets an exact search over the user's rows.
@@ -36,9 +36,10 @@ from .fusion import K1, VECTOR_TOLERANCE, B
 Op = Generator[Q, Any, Any]
 
 _COLUMNS = "rid, session_id, message_id, seq, kind, created_at, text"
-LEXICAL_WINDOW = 500
-"""A query word's matches ranked at most: its newest (ranking every row a common word
-matches made one-user searches slow; a rare word's matches all fit)."""
+LEXICAL_WINDOW = 2000
+"""Matches ranked at most, shared by the query's words: each word's newest
+``LEXICAL_WINDOW // words`` (500 each for four words). Ranking every row a common word
+matches made one-user searches slow; a rare word's matches all fit its share."""
 
 
 def _literal(vec: Any) -> str:
@@ -277,7 +278,7 @@ class PgRecall:
         window = (
             f"(SELECT rid, tsv FROM {self.items} WHERE tenant = %s AND user_id = %s "
             f"AND tsv @@ to_tsquery('simple', %s){extra} ORDER BY rid DESC "
-            f"LIMIT {LEXICAL_WINDOW})"
+            f"LIMIT {max(1, LEXICAL_WINDOW // len(words))})"
         )
         rows = yield Q.all(
             "WITH q AS MATERIALIZED (SELECT i, to_tsquery('simple', t) AS q "
