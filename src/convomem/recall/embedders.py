@@ -99,7 +99,7 @@ class HashingEmbedder:
     recall_keys: tuple[str, ...] = ("message",)
     """One key a message (``recall.keys``): at its fusion weight more keys moved the
     hybrid recall by 1-2.5 points on the LongMem sets but cost 2.5x the search and 4x
-    the ingest (sentences, exchange) or 2.2x the ingest (facts: the extractor's rules
+    the ingest (sentences, exchange) or 2.3x the ingest (facts: the extractor's rules
     run on every user message), bench/README.md."""
 
     def __init__(
