@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/longmem/run.py                       # seed 1, 8 users per set
     .venv/bin/python bench/longmem/run.py --embedder minilm     # all-MiniLM-L6-v2 (minilm extra)
+    .venv/bin/python bench/longmem/run.py --embedder e5         # multilingual-e5-small (e5 extra)
     .venv/bin/python bench/longmem/run.py --misses              # list what hybrid misses
     .venv/bin/python bench/longmem/run.py --store postgresql    # PostgreSQL + pgvector
 
@@ -53,7 +54,7 @@ import datetime as dt
 
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
-from convomem.recall._core import Db, scope_of, unit32
+from convomem.recall._core import Db, Embed, scope_of, unit32
 from convomem.recall.fusion import query_terms
 from convomem.session import ConversationMemory
 from convomem.stores import open_store
@@ -88,7 +89,8 @@ def _alone(index: RecallIndex, mode: str, query: str, uid: str, as_of: float) ->
 
     else:
         np = index._opts.np
-        vec = unit32(np, index._opts.cache.vectors([Message(role="user", content=query)])[0])
+        ask = Embed([Message(role="user", content=query)], query=True)
+        vec = unit32(np, index._opts.cache_for(ask).vectors(ask.messages)[0])
 
         def op() -> Any:
             pairs = yield from be.vector(scope, vec, K, None, as_of)
@@ -349,6 +351,10 @@ def misses(result: dict[str, Any], method: str) -> None:
 def _embedder(name: str) -> Any:
     if name == "hashing":
         return HashingEmbedder()
+    if name == "e5":
+        from convomem.recall import E5Embedder
+
+        return E5Embedder()
     from convomem.recall import MiniLMEmbedder
 
     return MiniLMEmbedder()
@@ -358,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--users", type=int, default=8)
-    p.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    p.add_argument("--embedder", choices=["hashing", "minilm", "e5"], default="hashing")
     p.add_argument("--neighbours", type=int, default=None, help="search(neighbours=N)")
     p.add_argument(
         "--ingest",

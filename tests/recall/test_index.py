@@ -264,3 +264,45 @@ def test_neighbours_attach_the_adjacent_turns_of_the_session(index: RecallIndex)
     assert index.search("Paris", user_id="u", k=1)[0].context == ()
     with pytest.raises(ConfigError, match="neighbours"):
         index.search("Paris", user_id="u", neighbours=-1)
+
+
+class TwoSided(CountingEmbedder):
+    """A model with a query side (like E5): ``embed_query`` marks the query's text, so
+    the query and a message with the same words get different vectors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return list(self.inner.embed(f"{text} zzquery"))
+
+
+def test_a_query_is_embedded_with_the_query_side(fresh_url: Callable[[], str]) -> None:
+    emb = TwoSided()
+    said = "my favourite colour is teal"
+    with RecallIndex(fresh_url(), embedder=emb) as idx:
+        idx.add([Message("m1", "user", content=said)], user_id="u", session_id="s")
+        (hit,) = idx.search(said, user_id="u", k=1)
+        idx.search(said, user_id="u", k=1)  # a repeated query is not embedded again
+        assert emb.queries == [said]
+        assert said in emb.texts and f"{said} zzquery" not in emb.texts
+        # the hit's cosine is the query side's against the message's: below 1
+        inner = emb.inner
+        expect = sum(
+            a * b for a, b in zip(inner.embed(said), inner.embed(f"{said} zzquery"), strict=True)
+        )
+        assert hit.similarity == pytest.approx(expect, abs=1e-6) and expect < 0.99
+        assert idx.embedded == 2  # the message once, the query once
+
+
+def test_without_a_query_side_a_query_shares_the_texts_cache(
+    fresh_url: Callable[[], str],
+) -> None:
+    emb = CountingEmbedder()
+    with RecallIndex(fresh_url(), embedder=emb) as idx:
+        idx.add([Message("m1", "user", content="teal")], user_id="u", session_id="s")
+        (hit,) = idx.search("teal", user_id="u", k=1)
+        assert emb.texts.count("teal") == 1 and idx.embedded == 1
+        assert hit.similarity == pytest.approx(1.0)

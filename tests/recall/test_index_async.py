@@ -100,3 +100,32 @@ async def test_async_neighbours_attach_the_adjacent_turns(fresh_url: Callable[[]
         await aidx.aclose()
     finally:
         await adb.aclose()
+
+
+class AsyncTwoSided(AsyncCounting):
+    """An async model with a query side: ``aembed_query``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    async def aembed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return list(self.inner.embed(f"{text} zzquery"))
+
+
+async def test_async_query_is_embedded_with_the_query_side(
+    fresh_url: Callable[[], str],
+) -> None:
+    emb = AsyncTwoSided()
+    said = "my favourite colour is teal"
+    async with await AsyncRecallIndex.open(fresh_url(), embedder=emb) as idx:
+        await idx.add([Message("m1", "user", content=said)], user_id="u", session_id="s")
+        (hit,) = await idx.search(said, user_id="u", k=1)
+        assert emb.queries == [said] and emb.texts == [said]
+        inner = emb.inner
+        expect = sum(
+            a * b for a, b in zip(inner.embed(said), inner.embed(f"{said} zzquery"), strict=True)
+        )
+        assert hit.similarity == pytest.approx(expect, abs=1e-6) and expect < 0.99
+        assert idx.embedded == 2

@@ -7,6 +7,7 @@ from .cache import (
     EmbeddingCache,
 )
 from .drift import DriftAction, DriftDetector, DriftResult
+from .e5 import E5Embedder
 from .embedders import (
     COSINE_TOLERANCE,
     AsyncEmbedder,
@@ -35,6 +36,7 @@ __all__ = [
     "DriftAction",
     "DriftDetector",
     "DriftResult",
+    "E5Embedder",
     "Embedder",
     "EmbedderLike",
     "EmbeddingCache",

@@ -62,9 +62,11 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Embed:
-    """Request: the vectors of ``messages`` (one each, zero for a blank text)."""
+    """Request: the vectors of ``messages`` (one each, zero for a blank text);
+    ``query``: they are search queries (an embedder's ``embed_query``, when it has one)."""
 
     messages: list[Message]
+    query: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +223,7 @@ def search_gen(
     n = max(candidates, k)
     qvec = None
     if query.strip():
-        vectors = yield Embed([Message(role="user", content=query)])
+        vectors = yield Embed([Message(role="user", content=query)], query=True)
         qvec = unit32(np, vectors[0])
         if not np.any(qvec):
             qvec = None

@@ -9,13 +9,15 @@ from typing import Any
 from .. import _check
 from ..errors import ConfigError, MissingDependency
 from ..summaries.supersession import FactHistory
-from ._core import Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
+from ._core import Embed, Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
 from ._facts_table import FactsTable, dump
 from .cache import EmbeddingCache
-from .embedders import EmbedderLike, HashingEmbedder, _numpy
+from .embedders import EmbedderLike, HashingEmbedder, _numpy, query_side
 from .fusion import vector_weight_of
 from .keys import keys_for
 
+QUERY_CACHE = 10_000
+"""Query vectors an index keeps when its embedder embeds queries apart."""
 _SUPPORTED = "sqlite:// (embedded) and postgresql:// (with pgvector)"
 
 
@@ -85,7 +87,23 @@ class _Options:
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
         self.cache = EmbeddingCache(self.embedder, max_size=cache_size, batch_size=batch_size)
+        side = query_side(self.embedder)
+        self.query_cache = (
+            self.cache
+            if side is None
+            else EmbeddingCache(side, max_size=min(cache_size, QUERY_CACHE), batch_size=batch_size)
+        )
         self.clock = _check.function("clock", clock, "() -> epoch seconds")
+
+    def cache_for(self, req: Embed) -> EmbeddingCache:
+        """The cache a request's vectors come from: queries have their own when the
+        embedder embeds them apart from the texts they are compared with."""
+        return self.query_cache if req.query else self.cache
+
+    def embedded(self) -> int:
+        """Texts embedded so far, queries embedded apart included."""
+        extra = 0 if self.query_cache is self.cache else self.query_cache.embedded
+        return self.cache.embedded + extra
 
     def add_gen(self, backend: Any, plan: Planned) -> Gen:
         """One planned ``add``, for either twin to drive."""

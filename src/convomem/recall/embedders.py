@@ -6,7 +6,7 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from .. import _check
 from ..errors import ConfigError, EmbeddingError, MissingDependency
@@ -32,7 +32,9 @@ class Embedder(Protocol):
 
     Optional methods, used when present: ``embed_batch(texts) -> list[vector]`` (one
     call for many texts) and the async twins ``aembed`` / ``aembed_batch``, which the
-    async APIs await natively.
+    async APIs await natively. A model trained with a query side (E5's ``query:`` and
+    ``passage:``) adds ``embed_query(text)`` (or ``aembed_query``): a recall search
+    embeds its query with it and the messages it searches with ``embed``.
     """
 
     def embed(self, text: str) -> Vector:
@@ -52,6 +54,16 @@ class AsyncEmbedder(Protocol):
 EmbedderLike: TypeAlias = (
     Embedder | AsyncEmbedder | Callable[[str], Vector] | Callable[[str], Awaitable[Vector]]
 )
+
+
+def query_side(embedder: object) -> EmbedderLike | None:
+    """The function that embeds ``embedder``'s queries (``embed_query``, else
+    ``aembed_query``), or None when it embeds a query like any text."""
+    for name in ("embed_query", "aembed_query"):
+        fn = getattr(embedder, name, None)
+        if callable(fn):
+            return cast(EmbedderLike, fn)
+    return None
 
 
 # -- HashingEmbedder -------------------------------------------------------------------

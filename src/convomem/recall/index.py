@@ -142,12 +142,13 @@ class RecallIndex:
 
     @property
     def embedded(self) -> int:
-        """Texts embedded since the index was made (each distinct text once)."""
-        return self._opts.cache.embedded
+        """Texts embedded since the index was made (each distinct text once; queries
+        apart from messages when the embedder embeds them apart, ``embed_query``)."""
+        return self._opts.embedded()
 
     def _perform(self, req: Embed | Db) -> Any:
         if isinstance(req, Embed):
-            return self._opts.cache.vectors(req.messages)
+            return self._opts.cache_for(req).vectors(req.messages)
         return self._run_db(req)
 
     def add(

@@ -113,12 +113,13 @@ class AsyncRecallIndex:
 
     @property
     def embedded(self) -> int:
-        """Texts embedded since the index was made (each distinct text once)."""
-        return self._opts.cache.embedded
+        """Texts embedded since the index was made (each distinct text once; queries
+        apart from messages when the embedder embeds them apart, ``embed_query``)."""
+        return self._opts.embedded()
 
     async def _perform(self, req: Embed | Db) -> Any:
         if isinstance(req, Embed):
-            return await self._opts.cache.avectors(req.messages)
+            return await self._opts.cache_for(req).avectors(req.messages)
         if not self._ready:
             async with self._lock.get():
                 if not self._ready:

@@ -19,7 +19,8 @@ A message's vector similarity to a query is the best cosine over its keys:
   LongMemEval paper's key expansion with user facts, with rules instead of an LLM.
 
 A ``RecallIndex`` uses the kinds its ``keys=`` names, else those its embedder declares
-(``recall_keys``: HashingEmbedder the text alone, trained models all four).
+(``recall_keys``: HashingEmbedder the text alone, MiniLM and OpenAI all four, E5 its
+text and exchange, which did best on dev for it).
 Measured on the LongMem dev set with MiniLM (bench/README.md): vectors alone,
 recall_any@10 0.733 with the message key only, 0.892 with the first three, 0.950 with
 all four (the held-out set, never tuned on: 0.775 either way); each key costs an
