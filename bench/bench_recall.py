@@ -126,8 +126,9 @@ HNSW = ("convomem_recall_hnsw", "convomem_recall_keys_hnsw")
 
 class HnswAfter:
     """``--pg-build-after``: drop the HNSW indexes after the first batch (when the index
-    has made them) and build them again after the ingest, as one loads a big table;
-    each index's definition is read from the catalog, so it is the index's own DDL."""
+    has made them), build them again after the ingest and ANALYZE the tables, as one
+    loads a big table; each index's definition is read from the catalog, so it is the
+    index's own DDL."""
 
     def __init__(self, db: Any) -> None:
         import psycopg
@@ -151,6 +152,8 @@ class HnswAfter:
         self.conn.execute("SET maintenance_work_mem = '4GB'")
         for ddl in self.ddl:
             self.conn.execute(ddl)
+        for table in ("convomem_recall_items", "convomem_recall_keys"):
+            self.conn.execute(f'ANALYZE "{self.schema}".{table}')
         self.conn.close()
         return time.perf_counter() - start
 

@@ -85,3 +85,15 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
     one_line_failure(*run("serve", "--port", "0"))
     one_line_failure(*run("serve", "--workers", "0"))
     one_line_failure(*run("serve", "--budget", "-5", "--store", f"sqlite:///{tmp_path / 'x'}"))
+
+
+def test_the_embedder_option_reaches_the_settings(tmp_path: Path) -> None:
+    from convomem.cli.main import build_parser
+    from convomem.cli.serve import settings_of
+
+    store = f"sqlite:///{tmp_path / 'e.db'}"
+    args = build_parser().parse_args(["serve", "--store", store, "--embedder", "e5"])
+    assert settings_of(args).embedder == "e5"
+    args = build_parser().parse_args(["serve", "--store", store])
+    assert settings_of(args).embedder == "hashing"
+    one_line_failure(*run("serve", "--embedder", "bert"))

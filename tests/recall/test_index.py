@@ -235,9 +235,41 @@ def test_another_embedder_dimension_is_refused(fresh_url: Callable[[], str]) -> 
         other = RecallIndex(db, embedder=HashingEmbedder(dim=32))
         with pytest.raises(ConfigError, match="16"):
             other.add([msg("two", "m2")], user_id="u", session_id="s")
-        assert [h.message_id for h in other.search("one two", user_id="u")] == ["m1"]
+        with pytest.raises(ConfigError, match=r"built with 'hashing\(dim=16"):
+            other.search("one two", user_id="u")
     finally:
         db.close()
+
+
+def test_another_model_of_the_same_dimension_is_refused(fresh_url: Callable[[], str]) -> None:
+    # MiniLM and E5 both give 384 numbers: the index keeps the name of its model
+    db = open_store(fresh_url())
+    try:
+        RecallIndex(db, embedder=HashingEmbedder(dim=16, seed=1)).add(
+            [msg("one", "m1")], user_id="u", session_id="s"
+        )
+        other = RecallIndex(db, embedder=HashingEmbedder(dim=16, seed=2))
+        with pytest.raises(ConfigError, match=r"is 'hashing\(dim=16.*seed=2\)', but .* built"):
+            other.add([msg("two", "m2")], user_id="u", session_id="s")
+        with pytest.raises(ConfigError, match="use the embedder it was built with"):
+            other.search("one", user_id="u")
+        same = RecallIndex(db, embedder=HashingEmbedder(dim=16, seed=1))
+        same.add([msg("two", "m2")], user_id="u", session_id="s")
+        assert {h.message_id for h in same.search("one two", user_id="u")} == {"m1", "m2"}
+        nameless = RecallIndex(db, embedder=CountingEmbedder2())  # no name: not checked
+        assert nameless.search("one", user_id="u")[0].message_id == "m1"
+    finally:
+        db.close()
+
+
+class CountingEmbedder2:
+    """A 16-number embedder that gives no model name."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=16, seed=1)
+
+    def embed(self, text: str) -> list[float]:
+        return list(self.inner.embed(text))
 
 
 def test_neighbours_attach_the_adjacent_turns_of_the_session(index: RecallIndex) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from _server_support import create_key
+from convomem.errors import ConfigError
+from convomem.server.settings import Settings
 
 Key = Callable[[str], dict[str, str]]
 
@@ -129,3 +132,16 @@ def test_a_recall_index_in_another_database_is_erased_too(
     assert client.delete("/v1/users/ana", headers=h).json()["items"] >= 1
     _seed(client, h, "s3", "ana", ["hello"])
     assert client.post("/v1/recall/search", json=search, headers=h).json()["hits"] == []
+
+
+def test_the_embedder_setting_chooses_what_recall_embeds_with(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    with pytest.raises(ConfigError, match="embedder='bert'"):
+        Settings(embedder="bert")
+    client = make_client(embedder="e5")
+    h = make_key("acme")
+    _seed(client, h, "s1", "ana", ["Ich kann keine Erdnüsse essen", "the weather in Porto is mild"])
+    query = {"user_id": "ana", "query": "food allergy"}  # no word, no n-gram in common
+    hits = client.post("/v1/recall/search", json=query, headers=h).json()["hits"]
+    assert hits[0]["text"] == "Ich kann keine Erdnüsse essen"

@@ -21,6 +21,8 @@ ENV_SETTINGS = "CONVOMEM_SERVE_SETTINGS"
 
 
 def add_parser(sub: Any) -> None:
+    from ..recall.embedders import EMBEDDERS
+
     help = "run the memory service (HTTP API) on uvicorn; extra 'server'"
     p: argparse.ArgumentParser = sub.add_parser("serve", help=help, description=help)
     p.set_defaults(func=cmd_serve)
@@ -35,6 +37,12 @@ def add_parser(sub: Any) -> None:
         metavar="URL",
         default=None,
         help="recall index store URL (default: the store, when SQLite/PostgreSQL)",
+    )
+    p.add_argument(
+        "--embedder",
+        choices=EMBEDDERS,
+        default=None,
+        help="what recall embeds with: hashing (default, no dependency), minilm, e5",
     )
     p.add_argument(
         "--redis",
@@ -59,6 +67,7 @@ def settings_of(args: argparse.Namespace) -> Any:
     given: dict[str, Any] = {
         "store": args.store or os.environ.get("CONVOMEM_STORE") or DEFAULT_STORE,
         "recall": args.recall,
+        "embedder": args.embedder,
         "redis_url": args.redis,
         "budget": args.budget,
         "rate_per_second": args.rate,

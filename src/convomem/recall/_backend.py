@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
+from ..errors import ConfigError
+
 
 class Q(NamedTuple):
     """One statement of a recall operation: ``run`` gives the row count, ``one`` a row or
@@ -36,6 +38,31 @@ class Q(NamedTuple):
     @classmethod
     def many(cls, sql: str, rows: Iterable[Sequence[Any]]) -> Q:
         return cls(sql, rows, "many")
+
+
+def model_of(embedder: object) -> str | None:
+    """The name an embedder gives its vectors' model (``name``), if it gives one."""
+    name = getattr(embedder, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def same_embedder(
+    given: int | None, dim: int | None, model: str | None, built_with: str | None
+) -> None:
+    """ConfigError unless vectors of ``given`` numbers from ``model`` belong with an index
+    holding vectors of ``dim`` from ``built_with``: two models' vectors do not compare,
+    even of one dimension (MiniLM and E5 both give 384). A name not known on either side
+    (an embedder without ``name``, an index from before names were kept) is not checked."""
+    if given is not None and dim is not None and dim != given:
+        raise ConfigError(
+            f"embedder: gives vectors of {given} numbers, but this recall index holds "
+            f"vectors of {dim}; use the embedder it was built with"
+        )
+    if dim is not None and model is not None and built_with is not None and model != built_with:
+        raise ConfigError(
+            f"embedder: is {model!r}, but this recall index was built with {built_with!r}; "
+            "use the embedder it was built with"
+        )
 
 
 class Scope(NamedTuple):

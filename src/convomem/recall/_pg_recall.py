@@ -30,7 +30,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ._backend import Item, Q, Row, Scope
+from ._backend import Item, Q, Row, Scope, same_embedder
 from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
@@ -110,6 +110,8 @@ class PgRecall:
         self.meta = f"{schema}.convomem_recall_meta"
         self.keys = f"{schema}.convomem_recall_keys"
         self.dim: int | None = None
+        self.model: str | None = None  # the embedder's name (set by the index)
+        self.built_with: str | None = None  # the name the index's vectors were made by
         self.iterative: bool | None = None
 
     def migrate(self) -> Op:
@@ -184,21 +186,19 @@ class PgRecall:
 
     def _dim(self, given: int | None) -> Op:
         if self.dim is None:
-            row = yield Q.one(f"SELECT value FROM {self.meta} WHERE key = 'dim'")
-            if row is not None:
-                self.dim = int(row[0])
-            elif given is not None:
-                yield Q.run(
-                    f"INSERT INTO {self.meta} VALUES ('dim', %s) ON CONFLICT DO NOTHING",
-                    (str(given),),
-                )
-                yield from self._hnsw(given)
-                self.dim = given
-        if given is not None and self.dim != given:
-            raise ConfigError(
-                f"embedder: gives vectors of {given} numbers, but this recall index holds "
-                f"vectors of {self.dim}; use the embedder it was built with"
-            )
+            meta = f"SELECT key, value FROM {self.meta} WHERE key IN ('dim', 'model')"
+            held = dict((yield Q.all(meta)))
+            if "dim" not in held and given is not None:
+                add = f"INSERT INTO {self.meta} VALUES (%s, %s) ON CONFLICT DO NOTHING"
+                yield Q.run(add, ("dim", str(given)))
+                if self.model is not None:
+                    yield Q.run(add, ("model", self.model))
+                held = dict((yield Q.all(meta)))
+                if int(held["dim"]) == given:
+                    yield from self._hnsw(given)
+            if "dim" in held:
+                self.dim, self.built_with = int(held["dim"]), held.get("model")
+        same_embedder(given, self.dim, self.model, self.built_with)
         return self.dim
 
     def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> Op:

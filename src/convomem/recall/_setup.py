@@ -9,6 +9,7 @@ from typing import Any
 from .. import _check
 from ..errors import ConfigError, MissingDependency
 from ..summaries.supersession import FactHistory
+from ._backend import model_of
 from ._core import Embed, Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
 from ._facts_table import FactsTable, dump
 from .cache import EmbeddingCache
@@ -56,14 +57,19 @@ def _facts_table(kind: str, db: Any) -> FactsTable:
     return FactsTable("postgresql", db._settings.schema)
 
 
-def _backend(kind: str, np: Any, db: Any) -> Any:
+def _backend(kind: str, np: Any, db: Any, embedder: object) -> Any:
+    """The backend of ``db``, knowing the name of ``embedder``'s model (``same_embedder``)."""
+    backend: Any
     if kind == "sqlite":
         from ._sqlite_recall import SQLiteRecall
 
-        return SQLiteRecall(np)
-    from ._pg_recall import PgRecall
+        backend = SQLiteRecall(np)
+    else:
+        from ._pg_recall import PgRecall
 
-    return PgRecall(np, db._settings.schema)
+        backend = PgRecall(np, db._settings.schema)
+    backend.model = model_of(embedder)
+    return backend
 
 
 class _Options:

@@ -23,9 +23,8 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any, Final
 
-from ..errors import ConfigError
 from . import _partition
-from ._backend import Item, Q, Row, Scope
+from ._backend import Item, Q, Row, Scope, same_embedder
 from ._partition import Partition
 
 Op = Generator[Q, Any, Any]
@@ -110,6 +109,8 @@ class SQLiteRecall:
         self.max_users = max_users
         self.max_bytes = max_bytes
         self.dim: int | None = None
+        self.model: str | None = None  # the embedder's name (set by the index)
+        self.built_with: str | None = None  # the name the index's vectors were made by
         self.loaded_rows = 0  # rows read into partitions (a work count for tests)
         self._lock = threading.Lock()
         self._parts: dict[Scope, Partition] = {}
@@ -120,17 +121,17 @@ class SQLiteRecall:
 
     def _dim(self, given: int | None) -> Op:
         if self.dim is None:
-            row = yield Q.one("SELECT value FROM convomem_recall_meta WHERE key = 'dim'")
-            if row is not None:
-                self.dim = int(row[0])
-            elif given is not None:
-                yield Q.run("INSERT INTO convomem_recall_meta VALUES ('dim', ?)", (str(given),))
-                self.dim = given
-        if given is not None and self.dim != given:
-            raise ConfigError(
-                f"embedder: gives vectors of {given} numbers, but this recall index holds "
-                f"vectors of {self.dim}; use the embedder it was built with"
-            )
+            meta = "SELECT key, value FROM convomem_recall_meta WHERE key IN ('dim', 'model')"
+            held = dict((yield Q.all(meta)))
+            if "dim" not in held and given is not None:
+                add = "INSERT OR IGNORE INTO convomem_recall_meta VALUES (?, ?)"
+                yield Q.run(add, ("dim", str(given)))
+                if self.model is not None:
+                    yield Q.run(add, ("model", self.model))
+                held = dict((yield Q.all(meta)))
+            if "dim" in held:
+                self.dim, self.built_with = int(held["dim"]), held.get("model")
+        same_embedder(given, self.dim, self.model, self.built_with)
         return self.dim
 
     def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> Op:

@@ -56,6 +56,26 @@ EmbedderLike: TypeAlias = (
 )
 
 
+EMBEDDERS: Final = ("hashing", "minilm", "e5")
+"""The embedders a name stands for (the service's ``embedder`` setting)."""
+
+
+def embedder_named(name: str) -> Any:
+    """A new embedder of the kind ``name`` names: ``"hashing"`` (``HashingEmbedder``,
+    no dependency), ``"minilm"`` (``MiniLMEmbedder``, extra ``minilm``) or ``"e5"``
+    (``E5Embedder``, extra ``e5``). ``MissingDependency`` names the extra to install."""
+    name = _check.one_of("embedder", name, EMBEDDERS)
+    if name == "minilm":
+        from .minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if name == "e5":
+        from .e5 import E5Embedder
+
+        return E5Embedder()
+    return HashingEmbedder()
+
+
 def query_side(embedder: object) -> EmbedderLike | None:
     """The function that embeds ``embedder``'s queries (``embed_query``, else
     ``aembed_query``), or None when it embeds a query like any text."""

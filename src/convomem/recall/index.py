@@ -130,7 +130,7 @@ class RecallIndex:
         kind = _kind_of(db_or_url)
         if kind == "sqlite" and type(db_or_url).__name__.startswith("Async"):
             raise ConfigError(f"db={db_or_url!r}: an async database; use AsyncRecallIndex")
-        self.backend = _backend(kind, self._opts.np, db_or_url)
+        self.backend = _backend(kind, self._opts.np, db_or_url, self._opts.embedder)
         self._run_db = _sync_runner(kind, db_or_url)
         self.facts_table = _facts_table(kind, db_or_url)
         self._run_db(Db(self.backend.migrate, True))

@@ -88,7 +88,7 @@ class AsyncRecallIndex:
             raise ConfigError(f"db={db!r}: a sync database; use RecallIndex")
         self.db = db
         self._owned = False
-        self.backend = _backend(kind, self._opts.np, db)
+        self.backend = _backend(kind, self._opts.np, db, self._opts.embedder)
         self._run_db = _async_runner(kind, db)
         self.facts_table = _facts_table(kind, db)
         self._ready = False

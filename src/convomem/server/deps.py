@@ -120,15 +120,18 @@ async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
 
     if not settings.use_recall:
         return None
+    from ..recall.embedders import embedder_named
+
+    embedder = embedder_named(settings.embedder)  # a missing extra is an error, loudly
     if settings.recall is not None:
         from ..recall.index_async import AsyncRecallIndex
 
-        return await AsyncRecallIndex.open(settings.recall)
+        return await AsyncRecallIndex.open(settings.recall, embedder=embedder)
     if parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
         try:
             from ..recall.index_async import AsyncRecallIndex
 
-            return AsyncRecallIndex(db)
+            return AsyncRecallIndex(db, embedder=embedder)
         except ImportError:  # recall needs numpy (extra numpy): the service runs without
             return None
     return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import _check
 from ..errors import ConfigError
+from ..recall.embedders import EMBEDDERS
 from ..session._tiers import RECALL_K
 
 __all__ = ["DEFAULT_STORE", "Settings"]
@@ -34,6 +35,9 @@ class Settings:
     - ``budget`` / ``tokenizer``: how each session's context is assembled (a session
       created with ``metadata["budget"]`` keeps its own budget).
     - ``use_recall``: False turns recall off (no index, no facts, no snippets).
+    - ``embedder``: what the recall index embeds with: ``"hashing"`` (no dependency),
+      ``"minilm"`` or ``"e5"`` (``recall.embedder_named``; E5 recalled the most on the
+      LongMem held-out set). An index keeps the embedder it was built with.
     - ``recall_k`` / ``recall_deadline``: snippets recalled into a context, and how long
       a context waits for them (seconds; None: no deadline) before it is sent without
       them (``GuardedRecall``: an outage never fails a request).
@@ -51,6 +55,7 @@ class Settings:
     budget: int = 4000
     tokenizer: str = "approx"
     use_recall: bool = True
+    embedder: str = "hashing"
     recall_k: int = RECALL_K
     recall_deadline: float | None = 1.0
     rate_per_second: float = 20.0
@@ -70,6 +75,7 @@ class Settings:
         if not isinstance(self.store, str) or not self.store:
             raise ConfigError(f"store={self.store!r}: must be a store URL")
         _check.positive_int("budget", self.budget)
+        _check.one_of("embedder", self.embedder, EMBEDDERS)
         _check.positive_int("recall_k", self.recall_k)
         if self.recall_deadline is not None:
             _check.number("recall_deadline", self.recall_deadline, minimum=0.0, low_open=True)
