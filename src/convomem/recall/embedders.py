@@ -34,7 +34,9 @@ class Embedder(Protocol):
     call for many texts) and the async twins ``aembed`` / ``aembed_batch``, which the
     async APIs await natively. A model trained with a query side (E5's ``query:`` and
     ``passage:``) adds ``embed_query(text)`` (or ``aembed_query``): a recall search
-    embeds its query with it and the messages it searches with ``embed``.
+    embeds its query with it and the messages it searches with ``embed``. ``name``, when
+    present, names the model its vectors come from: a recall index records it and
+    refuses an embedder of another name, whose vectors would not compare.
     """
 
     def embed(self, text: str) -> Vector:

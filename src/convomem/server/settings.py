@@ -36,8 +36,9 @@ class Settings:
       created with ``metadata["budget"]`` keeps its own budget).
     - ``use_recall``: False turns recall off (no index, no facts, no snippets).
     - ``embedder``: what the recall index embeds with: ``"hashing"`` (no dependency),
-      ``"minilm"`` or ``"e5"`` (``recall.embedder_named``; E5 recalled the most on the
-      LongMem held-out set). An index keeps the embedder it was built with.
+      ``"minilm"`` or ``"e5"`` (``recall.embedders.embedder_named``; E5 recalled the
+      most on the LongMem held-out set). An index refuses a model other than the one it
+      was built with.
     - ``recall_k`` / ``recall_deadline``: snippets recalled into a context, and how long
       a context waits for them (seconds; None: no deadline) before it is sent without
       them (``GuardedRecall``: an outage never fails a request).
