@@ -65,6 +65,28 @@ def same_embedder(
         )
 
 
+def embedding_meta(b: Any, given: int | None, select: str, insert: str) -> Any:
+    """A backend's dimension and model name (``b.dim``, ``b.built_with``), read from its
+    meta table once, or recorded by the first vectors of ``given`` numbers from
+    ``b.model``; then checked (``same_embedder``). ``select`` reads the ``dim`` and
+    ``model`` keys, ``insert`` adds one key and value unless present (another process
+    may record them first: what is read back is what counts). A generator of ``Q``
+    statements; returns whether it recorded them."""
+    recorded = False
+    if b.dim is None:
+        held = dict((yield Q.all(select)))
+        if "dim" not in held and given is not None:
+            yield Q.run(insert, ("dim", str(given)))
+            if b.model is not None:
+                yield Q.run(insert, ("model", b.model))
+            held = dict((yield Q.all(select)))
+            recorded = True
+        if "dim" in held:
+            b.dim, b.built_with = int(held["dim"]), held.get("model")
+    same_embedder(given, b.dim, b.model, b.built_with)
+    return recorded
+
+
 class Scope(NamedTuple):
     """Whose items: a tenant (``''``: none) and a user."""
 

@@ -30,7 +30,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ._backend import Item, Q, Row, Scope, same_embedder
+from ._backend import Item, Q, Row, Scope, embedding_meta
 from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
@@ -185,20 +185,14 @@ class PgRecall:
         return self.iterative
 
     def _dim(self, given: int | None) -> Op:
-        if self.dim is None:
-            meta = f"SELECT key, value FROM {self.meta} WHERE key IN ('dim', 'model')"
-            held = dict((yield Q.all(meta)))
-            if "dim" not in held and given is not None:
-                add = f"INSERT INTO {self.meta} VALUES (%s, %s) ON CONFLICT DO NOTHING"
-                yield Q.run(add, ("dim", str(given)))
-                if self.model is not None:
-                    yield Q.run(add, ("model", self.model))
-                held = dict((yield Q.all(meta)))
-                if int(held["dim"]) == given:
-                    yield from self._hnsw(given)
-            if "dim" in held:
-                self.dim, self.built_with = int(held["dim"]), held.get("model")
-        same_embedder(given, self.dim, self.model, self.built_with)
+        recorded = yield from embedding_meta(
+            self,
+            given,
+            f"SELECT key, value FROM {self.meta} WHERE key IN ('dim', 'model')",
+            f"INSERT INTO {self.meta} VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        )
+        if recorded and self.dim is not None:
+            yield from self._hnsw(self.dim)
         return self.dim
 
     def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> Op:

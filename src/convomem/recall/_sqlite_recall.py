@@ -24,7 +24,7 @@ from collections.abc import Generator, Sequence
 from typing import Any, Final
 
 from . import _partition
-from ._backend import Item, Q, Row, Scope, same_embedder
+from ._backend import Item, Q, Row, Scope, embedding_meta
 from ._partition import Partition
 
 Op = Generator[Q, Any, Any]
@@ -120,18 +120,12 @@ class SQLiteRecall:
             yield Q.run(sql)
 
     def _dim(self, given: int | None) -> Op:
-        if self.dim is None:
-            meta = "SELECT key, value FROM convomem_recall_meta WHERE key IN ('dim', 'model')"
-            held = dict((yield Q.all(meta)))
-            if "dim" not in held and given is not None:
-                add = "INSERT OR IGNORE INTO convomem_recall_meta VALUES (?, ?)"
-                yield Q.run(add, ("dim", str(given)))
-                if self.model is not None:
-                    yield Q.run(add, ("model", self.model))
-                held = dict((yield Q.all(meta)))
-            if "dim" in held:
-                self.dim, self.built_with = int(held["dim"]), held.get("model")
-        same_embedder(given, self.dim, self.model, self.built_with)
+        yield from embedding_meta(
+            self,
+            given,
+            "SELECT key, value FROM convomem_recall_meta WHERE key IN ('dim', 'model')",
+            "INSERT OR IGNORE INTO convomem_recall_meta VALUES (?, ?)",
+        )
         return self.dim
 
     def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> Op:
