@@ -57,6 +57,7 @@ import numpy as np
 
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.recall.embedders import EMBEDDERS, embedder_named
 from convomem.recall.keys import KINDS as KEY_KINDS
 from convomem.stores import open_store
 
@@ -177,15 +178,9 @@ class Dense384:
 def make_embedder(name: str) -> Any:
     if name == "dense384":
         return Dense384()
-    if name == "e5":
-        from convomem.recall import E5Embedder
-
-        return E5Embedder()
-    if name == "minilm":
-        from convomem.recall import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    return HashingEmbedder(dim=256)
+    if name == "hashing":
+        return HashingEmbedder(dim=256)
+    return embedder_named(name)
 
 
 def ingest_floor(texts: list[str], path: str, emb: Any, batch: int = 1000) -> float:
@@ -292,9 +287,7 @@ def main() -> None:
         action="store_true",
         help="PostgreSQL: drop the HNSW indexes for the ingest, build them after (10^6)",
     )
-    parser.add_argument(
-        "--embedder", choices=["hashing", "minilm", "e5", "dense384"], default="hashing"
-    )
+    parser.add_argument("--embedder", choices=[*EMBEDDERS, "dense384"], default="hashing")
     parser.add_argument(
         "--keys",
         default=None,

@@ -53,8 +53,9 @@ if __package__ in (None, ""):
 import datetime as dt
 
 from convomem.model import Message
-from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.recall import RecallIndex
 from convomem.recall._core import Db, Embed, scope_of, unit32
+from convomem.recall.embedders import EMBEDDERS, embedder_named
 from convomem.recall.fusion import query_terms
 from convomem.session import ConversationMemory
 from convomem.stores import open_store
@@ -348,23 +349,11 @@ def misses(result: dict[str, Any], method: str) -> None:
         print(f"  miss {q['id']} [{q['type']}] {q['question']!r} -> {q['answer']!r}")
 
 
-def _embedder(name: str) -> Any:
-    if name == "hashing":
-        return HashingEmbedder()
-    if name == "e5":
-        from convomem.recall import E5Embedder
-
-        return E5Embedder()
-    from convomem.recall import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--users", type=int, default=8)
-    p.add_argument("--embedder", choices=["hashing", "minilm", "e5"], default="hashing")
+    p.add_argument("--embedder", choices=EMBEDDERS, default="hashing")
     p.add_argument("--neighbours", type=int, default=None, help="search(neighbours=N)")
     p.add_argument(
         "--ingest",
@@ -391,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--misses", action="store_true")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args(argv)
-    make: Callable[[], Any] = lambda: _embedder(a.embedder)  # noqa: E731
+    make: Callable[[], Any] = lambda: embedder_named(a.embedder)  # noqa: E731
     ingest = a.ingest or ("memory" if _takes_recall() else "direct")
     print(
         f"longmem: seed {a.seed}, {a.users} users per set, {a.store}, embedder {a.embedder}, "
