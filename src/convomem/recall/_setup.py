@@ -4,7 +4,7 @@ way, which backend a database gets, and the checks of ``save_facts`` and ``delet
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from .. import _check
 from ..errors import ConfigError, MissingDependency
@@ -17,7 +17,7 @@ from .embedders import EmbedderLike, HashingEmbedder, _numpy, query_side
 from .fusion import vector_weight_of
 from .keys import keys_for
 
-QUERY_CACHE = 10_000
+QUERY_CACHE: Final = 10_000
 """Query vectors an index keeps when its embedder embeds queries apart."""
 _SUPPORTED = "sqlite:// (embedded) and postgresql:// (with pgvector)"
 
