@@ -54,13 +54,11 @@ class E5Embedder:
         self.dim: int = int(self._model.dim)
         self.variant = variant
         self.name = "multilingual-e5-small" if variant == "original" else "e5-small-enpt"
-        self.calls = 0
 
     def _encode(self, texts: Sequence[str], query: bool) -> Any:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise EmbeddingError(f"texts[{i}]={t!r}: must be a string")
-        self.calls += 1
         if not texts:
             return self._np.zeros((0, self.dim), dtype=self._np.float32)
         return self._model.encode(list(texts), query)

@@ -214,22 +214,28 @@ class FactHistory:
             self._mark(messages)
             out = self.add(facts, session_id=session_id)
             for m in messages:
-                if m.role != "user":
-                    continue
-                for old, new in value_changes(m.text()):
-                    holders = self._holding(old)
-                    if len(holders) == 1:
-                        (cur,) = holders
-                        said = KeyedFact(
-                            cur.attribute,
-                            new,
-                            subject=cur.subject,
-                            source_role="user",
-                            message_id=m.id,
-                            valid_from=m.created_at,
-                        )
+                changes = value_changes(m.text()) if m.role == "user" else []
+                for old, new in changes:
+                    said = self._changed(old, new, m)
+                    if said is not None:
                         out += self.add([said], session_id=session_id)
             return out
+
+    def _changed(self, old: str, new: str, m: Message) -> KeyedFact | None:
+        """The fact ``m`` states by changing ``old`` to ``new``: the one current fact
+        holding ``old``, with ``new`` (None: no fact or several hold it)."""
+        holders = self._holding(old)
+        if len(holders) != 1:
+            return None
+        (cur,) = holders
+        return KeyedFact(
+            cur.attribute,
+            new,
+            subject=cur.subject,
+            source_role="user",
+            message_id=m.id,
+            valid_from=m.created_at,
+        )
 
     def _holding(self, value: str) -> list[KeyedFact]:
         """The current facts whose value is ``value`` (or starts with it and a comma:
