@@ -10,14 +10,23 @@ the sync and async twins of ``ConversationMemory`` differ.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from .. import _check
 from .._io import LoopLock, adrive, drive, maybe_await
-from ..errors import ClearIncomplete, ConfigError, InvalidMessage, SummarizerError
+from ..errors import (
+    ClearIncomplete,
+    ConcurrentUpdate,
+    ConfigError,
+    InvalidMessage,
+    SummarizerError,
+)
+from ..formats.openai import from_openai
 from ..model import COMPRESSED_KEY, Message, is_derived_id
 from ..stores import AsyncStore, Store, check_limit
 from ..summaries import RunningSummary, SummarizerLike
@@ -29,6 +38,65 @@ from .durable import Durable
 from .view import CompressOp, FoldOp, SessionView, View
 
 T = TypeVar("T")
+
+
+def _session_name(store: object) -> str:
+    return str(getattr(store, "session_id", "default"))
+
+
+def _shifted(field: str, by: int) -> str:
+    """``field`` of a converted run (``messages[j]...``) named in the whole batch."""
+    head = re.match(r"messages\[(\d+)\]", field)
+    return field if head is None else f"messages[{int(head[1]) + by}]{field[head.end() :]}"
+
+
+def _checked_batch(batch: object, single: bool) -> tuple[list[Message], list[str]]:
+    """``batch`` as Messages (runs of OpenAI dicts converted with ``from_openai``) and
+    the name of each item's place for errors; ``InvalidMessage`` naming the item."""
+    if single:
+        m = batch[0]  # type: ignore[index]
+        if isinstance(m, Mapping):
+            got = from_openai([m])
+            if len(got) != 1:
+                raise InvalidMessage("message", m, "is not one OpenAI message")
+            return got, ["message"]
+        if not isinstance(m, Message):
+            raise InvalidMessage("message", m, f"must be a Message, not {type(m).__name__}")
+        return [m], ["message"]
+    if isinstance(batch, str | bytes | Mapping) or not isinstance(batch, Sequence):
+        raise InvalidMessage("messages", batch, "must be a list of Messages or OpenAI dicts")
+    out: list[Message] = []
+    wheres: list[str] = []
+    run: list[Mapping[str, Any]] = []
+    for i, item in enumerate([*batch, None]):
+        if isinstance(item, Mapping):
+            run.append(item)
+            continue
+        if run:  # converted together: ids are distinct within one conversion
+            first = i - len(run)
+            try:
+                out += from_openai(run)
+            except InvalidMessage as exc:
+                field = _shifted(exc.field, first)
+                raise InvalidMessage(field, exc.value, exc.problem) from None
+            wheres += [f"messages[{j}]" for j in range(first, i)]
+            run = []
+        if i == len(batch):
+            break
+        if not isinstance(item, Message):
+            raise InvalidMessage(
+                f"messages[{i}]",
+                item,
+                f"must be a Message or an OpenAI dict, not {type(item).__name__}",
+            )
+        out.append(item)
+        wheres.append(f"messages[{i}]")
+    seen: set[str] = set()
+    for m, where in zip(out, wheres, strict=True):
+        if m.id in seen and not is_derived_id(m.id):
+            raise InvalidMessage(f"{where}.id", m.id, "appears twice in the batch")
+        seen.add(m.id)
+    return out, wheres
 
 
 class SessionCore(Durable, TieredCore):
@@ -93,16 +161,17 @@ class SessionCore(Durable, TieredCore):
 
     # -- the shared logic (generators; the drivers do the I/O) -------------------------
 
-    def _prepare(self, message: object, where: str = "message") -> tuple[Message, int]:
-        """Validate, re-id, score and count a new message; nothing is changed."""
-        if not isinstance(message, Message):
-            raise InvalidMessage(where, message, f"must be a Message, not {type(message).__name__}")
+    def _prepare(
+        self, message: Message, where: str = "message", taken: AbstractSet[str] = frozenset()
+    ) -> tuple[Message, int]:
+        """Re-id, score and count a new message (``taken``: ids of its batch so far);
+        nothing is changed."""
         m = message
-        if m.id in self._ids and not self._durable:  # a durable store decides (Durable)
+        if (m.id in self._ids or m.id in taken) and not self._durable:  # a durable store decides
             if not is_derived_id(m.id):
                 raise InvalidMessage(f"{where}.id", m.id, "is already in the log")
             n = len(self._ids)
-            while f"{m.id}~{n}" in self._ids:
+            while f"{m.id}~{n}" in self._ids or f"{m.id}~{n}" in taken:
                 n += 1
             m = m.replace(id=f"{m.id}~{n}")
         if self._scorer is not None:
@@ -154,23 +223,40 @@ class SessionCore(Durable, TieredCore):
         yield from self._tier_loaded_gen([m for m, _ in counted])
         yield from self._tier_fit_gen()
 
-    def _add_gen(self, message: object) -> Gen[Message]:
+    def _add_gen(
+        self, batch: Sequence[object], expected_seq: int | None = None, *, single: bool = False
+    ) -> Gen[list[Message]]:
+        """The one add path: ``batch`` appended in one store call, all or nothing (a
+        single ``add`` is a batch of one). ``expected_seq``: the newest seq the caller
+        saw (over a plain ``Store``, the number of messages in the log); a mismatch
+        raises ``ConcurrentUpdate`` and writes nothing."""
+        messages, wheres = _checked_batch(batch, single)
+        if expected_seq is not None:
+            expected_seq = _check.non_negative_int("expected_seq", expected_seq)
         if self._durable:
-            return (yield from self._dadd_gen(message))
+            return (yield from self._dadd_gen(messages, wheres, expected_seq))
         yield from self._load_gen()
-        m, t = self._prepare(message)
-        yield StoreOp("add_items", ([m],))
-        if m.id != getattr(message, "id", None):
-            self._reids += 1
-        yield from self._tier_drift_gen(m)
-        self._apply(m, t)
-        yield from self._tier_extract_gen(m)
+        if expected_seq is not None and expected_seq != len(self._ids):
+            raise ConcurrentUpdate(_session_name(self._store), "seq", expected_seq, len(self._ids))
+        prepared: list[tuple[Message, int]] = []
+        taken: set[str] = set()
+        for given, where in zip(messages, wheres, strict=True):
+            m, t = self._prepare(given, where, taken)
+            taken.add(m.id)
+            prepared.append((m, t))
+        yield StoreOp("add_items", ([m for m, _ in prepared],))
         before = self._compactions
-        if self._view_engine.over(self._summary_reserve()):
-            yield from self._compact_gen()
+        for (m, t), given in zip(prepared, messages, strict=True):
+            if m.id != given.id:
+                self._reids += 1
+            yield from self._tier_drift_gen(m)
+            self._apply(m, t)
+            yield from self._tier_extract_gen(m)
+            if self._view_engine.over(self._summary_reserve()):
+                yield from self._compact_gen()
         yield from self._tier_after_gen(self._compactions != before)
         yield from self._tier_fit_gen()
-        return m
+        return [m for m, _ in prepared]
 
     def _set_summary_gen(self, text: str) -> Gen[Any]:
         yield from self._load_gen()

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage, MessageConflict
+from ..errors import ConcurrentUpdate, ConfigError, MessageConflict
 from ..model import Message, is_derived_id
 from ..stores import AsyncStore, Store
 from ..stores.database import AsyncSessionStore, LogEntry, SessionStore
@@ -102,7 +102,7 @@ class Durable:
     # the shared core's (SessionCore)
     _compact_gen: Callable[[], Gen[None]]
     _apply: Callable[[Message, int], None]
-    _prepare: Callable[[object], tuple[Message, int]]
+    _prepare: Callable[[Message, str], tuple[Message, int]]
     _reset: Callable[[], None]
     _summary_reserve: Callable[[], int]
     _tier_drift_gen: Callable[[Message], Gen[None]]
@@ -309,48 +309,80 @@ class Durable:
     def _session_id(self) -> str:
         return str(getattr(self._store, "session_id", "?"))
 
-    def _dadd_gen(self, message: object) -> Gen[Message]:
-        if not isinstance(message, Message):
-            raise InvalidMessage(
-                "message", message, f"must be a Message, not {type(message).__name__}"
-            )
-        skip = 0  # fresh ids tried for a derived id the log already holds
+    def _dadd_gen(
+        self, batch: list[Message], wheres: list[str], expected_seq: int | None
+    ) -> Gen[list[Message]]:
+        """Append ``batch`` (checked Messages) in one store append: the view changes
+        tentatively, the append carries the messages, their counts and (when they made a
+        compaction) the state; any failure drops the view (rebuilt on next use).
+
+        ``expected_seq`` is the caller's precondition: the newest seq it saw. It is held
+        to the store's newest seq (re-read once when this memory's may be stale); a
+        mismatch raises ``ConcurrentUpdate`` and writes nothing. Without it, a lost race
+        re-reads the store and tries again.
+        """
+        skip = 0  # fresh ids tried for derived ids the log already holds
         lost: ConcurrentUpdate | None = None
         for race in range(MAX_RACES):
+            fresh = not self._loaded
             yield from self._dload_gen_if_needed()
-            given = message
-            hit = self._logged.get(given.id)
-            if hit is not None and not is_derived_id(given.id):
-                scored, _ = self._prepare(given)  # as it would have been logged
-                if hit[1] is None:  # the view holds a copy: the store compares (or raises)
-                    yield StoreOp("append", ([scored],))
-                    return scored
-                if hit[1] == scored:
-                    return hit[1]  # a re-sent message: nothing to do
-                raise MessageConflict(
-                    self._session_id(), given.id, hit[0], "is in the log with other content"
-                )
-            if hit is not None or skip:
-                given = self._fresh_id(given, skip)
-            m, t = self._prepare(given)
-            seq = self._last + 1
+            if expected_seq is not None and expected_seq != self._last:
+                if not fresh:
+                    self._loaded = False  # this memory may be behind: re-read, then judge
+                    continue
+                raise ConcurrentUpdate(self._session_id(), "seq", expected_seq, self._last)
+            # Derived ids the view does not hold may still be in the log: ask once.
+            derived = [m.id for m in batch if is_derived_id(m.id) and m.id not in self._logged]
+            held: set[str] = set()
+            if derived:
+                held = set((yield StoreOp("get_counts", (derived,))))
+            out: list[Message] = []
+            todo: list[tuple[Message, int]] = []
+            resend: list[Message] = []
+            taken: set[str] = set()
+            for i, given in enumerate(batch):
+                hit = self._logged.get(given.id)
+                if hit is not None and not is_derived_id(given.id):
+                    scored, _ = self._prepare(given, wheres[i])  # as it was logged
+                    if hit[1] is None:  # the view holds a copy: the store compares
+                        resend.append(scored)
+                    elif hit[1] != scored:
+                        raise MessageConflict(
+                            self._session_id(), given.id, hit[0], "is in the log with other content"
+                        )
+                    out.append(scored if hit[1] is None else hit[1])
+                    continue
+                if is_derived_id(given.id) and (
+                    hit is not None or given.id in held or given.id in taken or skip
+                ):
+                    given = self._fresh_id(given, skip, taken)
+                m, t = self._prepare(given, wheres[i])
+                taken.add(m.id)
+                todo.append((m, t))
+                out.append(m)
+            if resend:  # a replay of these alone: a no-op, or MessageConflict
+                yield StoreOp("append", (resend,))
+            if not todo:
+                return out
+            start = self._last
             before = self._compactions
-            yield from self._tier_drift_gen(m)  # tentative, as the view: a reload restores
-            self._apply(m, t)
-            self._logged[m.id] = (seq, m)
-            self._upto = seq
-            self._count += 1
-            if self._view_engine.over(self._summary_reserve()):
-                yield from self._compact_gen()
+            for m, t in todo:  # tentative, as the view: a reload restores
+                yield from self._tier_drift_gen(m)
+                self._apply(m, t)
+                self._upto += 1
+                self._logged[m.id] = (self._upto, m)
+                self._count += 1
+                if self._view_engine.over(self._summary_reserve()):
+                    yield from self._compact_gen()
             state = self._dump_state() if self._compactions != before else None
-            kwargs: dict[str, Any] = {"expected_seq": self._last}
+            kwargs: dict[str, Any] = {"expected_seq": start}
             if self._tok_name is not None:
-                kwargs["counts"] = {m.id: {self._tok_name: t}}
+                kwargs["counts"] = {m.id: {self._tok_name: t} for m, t in todo}
             if state is not None:
                 kwargs["state"] = state
                 kwargs["expected_version"] = self._sversion
             try:
-                got: int = yield StoreOp("append", ([m],), kwargs)
+                got: int = yield StoreOp("append", ([m for m, _ in todo],), kwargs)
             except ConcurrentUpdate as exc:
                 self._loaded = False
                 lost = exc
@@ -359,30 +391,31 @@ class Durable:
             except BaseException:
                 self._loaded = False
                 raise
-            if got == seq:
-                self._last = seq
+            if got == start + len(todo):
+                self._last = got
                 if state is not None:
                     self._sversion += 1
                     self._saved = state
-                if m.id != message.id:
-                    self._reids += 1
-                yield from self._tier_extract_gen(m)
+                self._reids += sum(1 for m, g in zip(out, batch, strict=True) if m.id != g.id)
+                for m, _ in todo:
+                    yield from self._tier_extract_gen(m)
                 yield from self._tier_after_gen(state is not None)
                 yield from self._tier_fit_gen()
-                return m
-            # The id was in the log already, with this content: nothing was appended.
+                return out
+            # Some ids were in the log already, with this content: the store appended only
+            # the others (or nothing). The view is re-read; the state goes back.
             self._loaded = False
-            if state is not None:  # the state went in without its message: put it back
+            if state is not None:
                 yield from self._put_back()
-            if not is_derived_id(message.id):
-                return m
-            skip = max(skip, self._last) + 1
+            if got != start or not any(is_derived_id(m.id) for m, _ in todo):
+                return out
+            skip = max(skip, self._last) + 1  # a derived id raced in: fresh ids, again
         assert lost is not None
         raise lost  # lost every race: give up
 
-    def _fresh_id(self, m: Message, skip: int) -> Message:
+    def _fresh_id(self, m: Message, skip: int, taken: set[str]) -> Message:
         n = max(skip, self._last)
-        while f"{m.id}~{n}" in self._logged:
+        while f"{m.id}~{n}" in self._logged or f"{m.id}~{n}" in taken:
             n += 1
         return m.replace(id=f"{m.id}~{n}")
 

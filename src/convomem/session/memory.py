@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 from .. import _check
@@ -300,9 +300,28 @@ class ConversationMemory(SessionCore):
         """
         return self.add_message(self._build(role, content, fields))
 
-    def add_message(self, message: Message) -> Message:
-        """Add a ``Message``; see ``add``."""
-        return self._run(self._add_gen(message))
+    def add_message(self, message: Message | Mapping[str, Any]) -> Message:
+        """Add a ``Message`` (or one OpenAI Chat Completions dict); see ``add``."""
+        return self._run(self._add_gen([message], single=True))[0]
+
+    def add_messages(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[Message]:
+        """Add a batch in one store append: all of it or nothing.
+
+        ``messages``: ``Message`` objects or OpenAI Chat Completions dicts (a run of
+        dicts is converted with ``from_openai``, so a tool call and its results pair up).
+        Returns the messages as logged. Idempotent per id over a durable session (a
+        message the log holds with the same content is not stored again; other content
+        raises ``MessageConflict``). ``expected_seq``: the newest seq the caller saw
+        (``stats``/``info().last_seq``; over a plain ``Store`` the log's length); a
+        mismatch raises ``ConcurrentUpdate`` and writes nothing. Bad input raises
+        ``InvalidMessage`` naming ``messages[i]`` and changes nothing.
+        """
+        return self._run(self._add_gen(messages, expected_seq))
 
     def set_summary(self, text: str) -> Any:
         """Provide the summary's narrative from outside (kept facts and coverage stay).
@@ -386,9 +405,18 @@ class ConversationMemory(SessionCore):
         """Async twin of ``add``."""
         return await self.aadd_message(self._build(role, content, fields))
 
-    async def aadd_message(self, message: Message) -> Message:
+    async def aadd_message(self, message: Message | Mapping[str, Any]) -> Message:
         """Async twin of ``add_message``."""
-        return await self._arun(self._add_gen(message))
+        return (await self._arun(self._add_gen([message], single=True)))[0]
+
+    async def aadd_messages(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[Message]:
+        """Async twin of ``add_messages``."""
+        return await self._arun(self._add_gen(messages, expected_seq))
 
     @overload
     async def acontext(
