@@ -135,9 +135,10 @@ def test_store_url_errors_are_one_line_and_hide_passwords(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CONVOMEM_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)  # the default store, sqlite:///convomem.db, is not there
     code, out, err = sessions("list")
     one_line_failure(code, out, err)
-    assert "--store" in err and "CONVOMEM_STORE" in err
+    assert "--store 'sqlite:///convomem.db': no such database file" in err
     for url in (
         "nosuch://u:hunter2@host/db",
         "redis://u:hunter2@127.0.0.1:1/0",

@@ -3,7 +3,7 @@ sessions from the command line.
 
 Every command works on any URL ``open_store`` accepts (``sqlite:///chat.db``, and the
 other backends as they are built), through the ``StoreDatabase`` and ``SessionStore``
-protocols only. ``--store`` defaults to ``$CONVOMEM_STORE``. ``--tenant`` names the
+protocols only. ``--store`` defaults as for every command (``store_option``). ``--tenant`` names the
 scope (default: none); a listing or an export covers one tenant. A URL is never shown
 with its password. Commands that read refuse a SQLite file that does not exist rather
 than create an empty one. The export format is ``convomem.sessions/1``
@@ -23,7 +23,7 @@ from ..errors import ConfigError, StoreError
 from ..stores.database import SessionInfo
 from .importing import cmd_import
 from .render import SafeText, dump_json, plural, preview, table
-from .store_option import ENV_STORE, opened
+from .store_option import add_store_option, opened
 from .transfer import cmd_export
 
 Out = TextIO | SafeText
@@ -45,12 +45,7 @@ def add_parser(
     ) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = cmds.add_parser(name, help=help, description=help)
         p.set_defaults(func=func)
-        p.add_argument(
-            "--store",
-            metavar="URL",
-            default=None,
-            help=f"store URL, e.g. sqlite:///sessions.db (default: ${ENV_STORE})",
-        )
+        add_store_option(p)
         p.add_argument("--tenant", default=None, help=tenant)
         return p
 
@@ -102,9 +97,7 @@ def add_parser(
     help = "delete the expired sessions (of every tenant), e.g. from cron"
     p = cmds.add_parser("sweep", help=help, description=help)
     p.set_defaults(func=cmd_sweep)
-    p.add_argument(
-        "--store", metavar="URL", default=None, help=f"store URL (default: ${ENV_STORE})"
-    )
+    add_store_option(p)
     return top
 
 
