@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench soak clean
+.PHONY: demo test lint dist docs bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,16 @@ test: lint
 	sh scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest -q -n 2
 
+# A wheel and an sdist in dist/ (tests/test_dist.py installs such a wheel with [server] in a
+# fresh virtual environment and runs a session through it).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist
+
+# The documentation site (mkdocs.yml, docs/) in site/; tests/test_docs.py builds it strictly.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 # Every benchmark in turn (about 35 minutes on 2 idle cores); see bench/README.md to run one.
 BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality agents_sdk
 
@@ -47,4 +57,4 @@ soak: $(STAMP)
 	$(BIN)/python bench/soak_memory.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site .pytest_cache .mypy_cache .ruff_cache

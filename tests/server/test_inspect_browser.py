@@ -10,20 +10,20 @@ screenshots (into ``docs/img/``, which the README shows, only with
 messages through the API and waits for the page to show them without a reload.
 
 ``scripts/ensure-chromium.sh`` installs chromium when it is missing (``make test`` runs
-it first; the fixture runs it too). A browser or server that cannot start FAILS the test.
+it first; the ``browser`` fixture of conftest.py runs it too). A browser or server that
+cannot start FAILS the test.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from _servers_app import create_key, spawn_replicas, wait_ready
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
@@ -33,7 +33,6 @@ from convomem.session.turn_records import TURN_KEY, record_turn
 from convomem.stores import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "docs" / "img" if os.environ.get("CONVOMEM_SCREENSHOTS") == "1" else None
 BUDGET = 900
 PRICE = {"input": 3.0, "cached_input": 0.3, "output": 15.0}  # per million tokens
@@ -43,20 +42,6 @@ TEXT = (
     "the parcel was delayed again and we talked about shipping options while support "
     "checked the queue"
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    done = subprocess.run(
-        ["sh", str(ROOT / "scripts" / "ensure-chromium.sh")], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-background-networking"]
-        )
-        yield b
-        b.close()
 
 
 @pytest.fixture

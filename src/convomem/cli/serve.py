@@ -1,8 +1,12 @@
 """``convomem serve``: the memory service on uvicorn (extra ``server``).
 
-``--store`` defaults to ``$CONVOMEM_STORE``, else a SQLite file (``convomem.db``), so the
-command works with nothing else installed. With ``--workers N`` uvicorn runs N processes;
-each builds the app from the settings passed in ``$CONVOMEM_SERVE_SETTINGS`` (JSON).
+``--store`` defaults as for every command: ``$CONVOMEM_STORE``, else a SQLite file
+(``convomem.db``), so the command works with nothing else installed. It writes one line to
+stderr as it starts (the address, the store, recall and its embedder, the inspector's and
+the API docs' URLs; not under ``--log-level error`` or ``critical``); uvicorn's own lines
+follow ``--log-level`` (default ``warning``: none but problems). With ``--workers N``
+uvicorn runs N processes; each builds the app from the settings passed in
+``$CONVOMEM_SERVE_SETTINGS`` (JSON).
 """
 
 from __future__ import annotations
@@ -11,13 +15,17 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 from typing import Any
 
 from ..errors import ConfigError, MissingDependency
+from ..stores.url import parse_store_url, redact_url
+from .store_option import add_store_option, store_url
 
 __all__ = ["add_parser", "app_from_env", "cmd_serve"]
 
 ENV_SETTINGS = "CONVOMEM_SERVE_SETTINGS"
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def add_parser(sub: Any) -> None:
@@ -26,12 +34,7 @@ def add_parser(sub: Any) -> None:
     help = "run the memory service (HTTP API) on uvicorn; extra 'server'"
     p: argparse.ArgumentParser = sub.add_parser("serve", help=help, description=help)
     p.set_defaults(func=cmd_serve)
-    p.add_argument(
-        "--store",
-        metavar="URL",
-        default=None,
-        help="store URL (default: $CONVOMEM_STORE, else sqlite:///convomem.db)",
-    )
+    add_store_option(p)
     p.add_argument(
         "--recall",
         metavar="URL",
@@ -58,14 +61,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--burst", type=int, default=None, help="burst of requests per key")
     p.add_argument("--upstream-url", default=None, help="OpenAI-compatible base URL (chat)")
     p.add_argument("--upstream-model", default=None, help="the model the chat route calls")
-    p.add_argument("--log-level", default="warning")
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="uvicorn's log level (default: warning); error and critical also hide the start line",
+    )
 
 
 def settings_of(args: argparse.Namespace) -> Any:
-    from ..server.settings import DEFAULT_STORE, Settings
+    from ..server.settings import Settings
 
     given: dict[str, Any] = {
-        "store": args.store or os.environ.get("CONVOMEM_STORE") or DEFAULT_STORE,
+        "store": store_url(args),
         "recall": args.recall,
         "embedder": args.embedder,
         "redis_url": args.redis,
@@ -77,6 +85,24 @@ def settings_of(args: argparse.Namespace) -> Any:
         "upstream_api_key": os.environ.get("CONVOMEM_UPSTREAM_API_KEY"),
     }
     return Settings(**{k: v for k, v in given.items() if v is not None})
+
+
+def start_line(settings: Any, host: str, port: int, workers: int) -> str:
+    """What ``convomem serve`` says as it starts: where, over what, and the pages to open."""
+    base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    if not settings.use_recall:
+        recall = "recall off"
+    elif settings.recall is not None:
+        recall = f"recall {redact_url(settings.recall)} (embedder {settings.embedder})"
+    elif parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
+        recall = f"recall in the store (embedder {settings.embedder})"
+    else:
+        recall = "recall off (the store has no search: --recall URL)"
+    processes = f"{workers} worker{'s' if workers != 1 else ''}"
+    return (
+        f"convomem serve: {base} ({processes}), store {redact_url(settings.store)}, {recall}; "
+        f"inspector {base}/inspect, API docs {base}/docs"
+    )
 
 
 def app_from_env() -> Any:
@@ -101,6 +127,9 @@ def cmd_serve(args: argparse.Namespace, out: Any) -> int:
         raise ConfigError(f"--workers {args.workers}: must be at least 1")
     settings = settings_of(args)
     app = create_app(settings)  # checks the extra and the settings before binding
+    if args.log_level not in ("error", "critical"):
+        sys.stderr.write(start_line(settings, args.host, args.port, args.workers) + "\n")
+        sys.stderr.flush()
     if args.workers == 1:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
         return 0

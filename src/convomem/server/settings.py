@@ -15,11 +15,9 @@ from .. import _check
 from ..errors import ConfigError
 from ..recall.embedders import EMBEDDERS
 from ..session.tiers import RECALL_K
+from ..stores.url import DEFAULT_STORE
 
 __all__ = ["DEFAULT_STORE", "Settings"]
-
-DEFAULT_STORE = "sqlite:///convomem.db"
-"""The store of ``convomem serve`` without ``--store``: a SQLite file, nothing to install."""
 
 
 @dataclass(frozen=True, slots=True)
