@@ -11,6 +11,8 @@ __all__ = [
     "AppendRequest",
     "AppendResponse",
     "ContextResponse",
+    "Erased",
+    "HitOut",
     "MessagePage",
     "SessionCreate",
     "SessionOut",
@@ -121,6 +123,29 @@ class ContextResponse(BaseModel):
     format: Literal["openai", "anthropic"]
     context: Any = Field(description="OpenAI messages (a list) or Anthropic's {system, messages}")
     accounting: Accounting
+
+
+class HitOut(BaseModel):
+    """A recall hit: an item of one of the user's sessions (a message, a summary, a fact
+    set by hand), its score and what it scored on."""
+
+    message_id: str
+    session_id: str
+    score: float
+    text: str
+    kind: str
+    seq: int | None
+    created_at: float
+    lexical: float | None
+    similarity: float | None
+
+
+class Erased(BaseModel):
+    """What erasing a user removed."""
+
+    user_id: str
+    sessions: int
+    items: int
 
 
 class ProblemOut(BaseModel):
