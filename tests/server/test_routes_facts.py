@@ -111,6 +111,10 @@ def test_patch_corrects_and_the_old_value_is_superseded_not_lost(
     assert every[old["id"]]["value"] == "ana@old.example" and not every[old["id"]]["current"]
     assert every[old["id"]]["valid_to"] == new["valid_from"]
     assert _current(client, h) == {"email": "ana@new.example"}
+    retried = client.patch(
+        f"/v1/users/ana/facts/{old['id']}", json={"value": "ana@new.example"}, headers=h
+    )
+    assert retried.status_code == 200 and retried.json() == new  # a retry changes nothing
     stale = client.patch(f"/v1/users/ana/facts/{old['id']}", json={"value": "x@y.z"}, headers=h)
     assert stale.status_code == 409 and new["id"] in stale.json()["detail"]
     moved = client.patch(

@@ -36,7 +36,7 @@ from ..errors import ConcurrentUpdate
 from ..model import Message
 from ..stores.database import SessionInfo
 from ..summaries.fact_edits import fact_id
-from ..summaries.keyed import SUBJECT_USER, KeyedFact, norm_attribute
+from ..summaries.keyed import SUBJECT_USER, KeyedFact, norm_attribute, norm_value
 from .deps import ApiKey, Services
 from .operations import recall_index
 from .problems import Problem, not_found
@@ -304,7 +304,9 @@ async def update_fact(
 ) -> tuple[FactOut, int]:
     """Correct the current fact ``id_``: its value (and/or attribute, subject) becomes
     a new version set by hand, and the old one is superseded, not lost. A superseded
-    version cannot be corrected (409 naming the current one)."""
+    version cannot be corrected (409 naming the current one), except by the very
+    correction that superseded it, sent again (answered with its result: a retry is
+    safe)."""
     if body.value is None and body.attribute is None and body.subject is None:
         raise Problem(
             422, "bad-request", "give value, attribute or subject", field="value", value=None
@@ -318,18 +320,21 @@ async def update_fact(
         old = h.find(id_)
         if old is None:
             raise not_found("fact", id_)
-        if not old.current:
-            now = h.get(old.attribute, subject=old.subject)
-            hint = f"; the current one is {fact_id(now)}" if now is not None else ""
-            raise Problem(
-                409, "conflict", f"fact {id_} was superseded{hint}", field="fact_id", value=id_
-            )
         new = _manual(
             key,
             attribute if attribute is not None else old.attribute,
             value if value is not None else old.value,
             body.subject if body.subject is not None else old.subject,
         )
+        if not old.current:
+            now = h.get(new.attribute, subject=new.subject)
+            if _corrected(old, now, new):  # this correction, sent again: nothing to do
+                return now, False
+            now = h.get(old.attribute, subject=old.subject)
+            hint = f"; the current one is {fact_id(now)}" if now is not None else ""
+            raise Problem(
+                409, "conflict", f"fact {id_} was superseded{hint}", field="fact_id", value=id_
+            )
         filed: KeyedFact = h.put(new, replaces=old)
         return filed, filed is not old
 
@@ -337,6 +342,18 @@ async def update_fact(
     if filed.message_id is not None and filed.message_id.startswith(MANUAL):
         await _index_fact(svc, key, user_id, filed)
     return fact_out(filed), version
+
+
+def _corrected(old: KeyedFact, now: KeyedFact | None, new: KeyedFact) -> bool:
+    """Whether ``now`` is ``new`` as a correction of ``old`` already filed it (a PATCH
+    retried after its answer was lost is answered, not refused)."""
+    return (
+        now is not None
+        and now.message_id is not None
+        and now.message_id.startswith(MANUAL)
+        and now.valid_from == old.valid_to
+        and norm_value(now.value) == norm_value(new.value)
+    )
 
 
 async def delete_fact(
