@@ -29,7 +29,7 @@ from ..stores.database import SessionInfo
 
 __all__ = ["MemoryCache"]
 
-CacheKey = tuple[str, str, str | None, int]
+CacheKey = tuple[str | None, str, str | None, int]
 """(tenant, session id, owner user id, budget)."""
 
 
@@ -67,7 +67,7 @@ class MemoryCache:
     @asynccontextmanager
     async def use(
         self,
-        tenant: str,
+        tenant: str | None,
         info: SessionInfo,
         budget: int,
         make: Callable[[], ConversationMemory],
@@ -110,7 +110,9 @@ class MemoryCache:
             else:
                 return  # every entry is in use: trimmed when one is released
 
-    def evict(self, tenant: str, session_id: str | None = None, user_id: str | None = None) -> int:
+    def evict(
+        self, tenant: str | None, session_id: str | None = None, user_id: str | None = None
+    ) -> int:
         """Drop the entries of a session (``session_id``) or of a user (``user_id``) of
         ``tenant``; a request holding one keeps its memory but does not cache it back."""
         gone = [

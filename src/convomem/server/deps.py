@@ -48,9 +48,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """The caller: the tenant its key belongs to (every store call is scoped to it)."""
+    """The caller: the tenant its key belongs to (every store call is scoped to it).
+    ``None`` is the store's own scope of no tenant: never an API key's (keys belong to a
+    named tenant), only a local caller's (``convomem mcp`` over stdio without
+    ``--tenant``)."""
 
-    tenant: str
+    tenant: str | None
     key_id: str
 
 

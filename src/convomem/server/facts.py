@@ -30,25 +30,22 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..errors import ConcurrentUpdate
 from ..model import Message
 from ..stores.database import SessionInfo
 from ..summaries.fact_edits import fact_id
 from ..summaries.keyed import SUBJECT_USER, KeyedFact, norm_attribute, norm_value
 from .deps import ApiKey, Services
+from .models import FactIn, FactOut, FactPatch, FactsOut, ProfileOut
 from .operations import recall_index
 from .problems import Problem, not_found
 
 __all__ = [
-    "FactIn",
-    "FactOut",
-    "FactPatch",
-    "FactsOut",
     "add_fact",
     "delete_fact",
+    "fact_out",
     "get_facts",
+    "get_profile",
     "parse_if_match",
     "update_fact",
 ]
@@ -57,62 +54,7 @@ SAVE_RACES: Final = 8
 MANUAL: Final = "manual:"
 """The ``message_id`` prefix of a value set by hand (then the key id)."""
 RECALL_PREFIX: Final = "fact:"
-_TEXT = r"^[^\x00-\x1f\x7f]+$"
-_ID = r"^[^\x00-\x1f\x7f]{1,256}$"
 T = TypeVar("T")
-
-
-class FactIn(BaseModel):
-    """A fact to set by hand: ``attribute`` of ``subject`` is ``value`` (``pref:<thing>``
-    and ``allergy:<thing>`` attributes are keyed by their object, like extracted ones)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    attribute: str = Field(min_length=1, max_length=200, pattern=_TEXT, examples=["city"])
-    value: str = Field(min_length=1, max_length=2000, pattern=_TEXT, examples=["Porto"])
-    subject: str = Field(default=SUBJECT_USER, pattern=_ID, description="whom it is about")
-
-
-class FactPatch(BaseModel):
-    """A correction: the new value (and/or attribute, subject); what is not given stays."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    value: str | None = Field(default=None, min_length=1, max_length=2000, pattern=_TEXT)
-    attribute: str | None = Field(default=None, min_length=1, max_length=200, pattern=_TEXT)
-    subject: str | None = Field(default=None, pattern=_ID)
-
-
-class FactOut(BaseModel):
-    """One version of a fact. ``id`` addresses it (``PATCH`` / ``DELETE``); ``current``
-    is false once a newer value superseded it (``valid_to`` says when)."""
-
-    id: str
-    subject: str
-    attribute: str
-    value: str
-    statement: str
-    current: bool
-    source_role: str | None
-    session_id: str | None
-    message_id: str | None = Field(description="the message it was read in, or manual:<key id>")
-    seq: int | None
-    valid_from: float | None
-    valid_to: float | None
-    manual: bool = Field(description="set by hand through the API, not read in a message")
-    set_by: str | None = Field(description="the id of the API key that set it by hand")
-
-
-class FactsOut(BaseModel):
-    """A user's facts: the current value of each, and with ``?history=true`` every version
-    (superseded ones included, with their valid times). ``version`` is the ``ETag``."""
-
-    user_id: str
-    version: int
-    current: list[FactOut]
-    history: list[FactOut] | None = Field(
-        default=None, description="every version, oldest first per attribute (?history=true)"
-    )
 
 
 def fact_out(f: KeyedFact) -> FactOut:
@@ -197,6 +139,20 @@ async def get_facts(svc: Services, key: ApiKey, user_id: str, *, history: bool) 
         version=h.version,
         current=[fact_out(f) for f in h.current(None)],
         history=[fact_out(f) for f in h.versions()] if history else None,
+    )
+
+
+async def get_profile(svc: Services, key: ApiKey, user_id: str) -> ProfileOut:
+    """The user's current facts and their rendering (no token cap: every fact)."""
+    index = _index(svc)
+    await _newest_session(svc, key, user_id)
+    h = await index.facts(user_id, tenant=key.tenant)
+    current = h.current(None)
+    return ProfileOut(
+        user_id=user_id,
+        version=h.version,
+        facts=[fact_out(f) for f in current],
+        text=h.render(),
     )
 
 

@@ -22,17 +22,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Header, Path, Response
 
 from .deps import ApiKey, Services, get_services, require_key
-from .facts import (
-    FactIn,
-    FactOut,
-    FactPatch,
-    FactsOut,
-    add_fact,
-    delete_fact,
-    get_facts,
-    parse_if_match,
-    update_fact,
-)
+from .facts import add_fact, delete_fact, get_facts, parse_if_match, update_fact
+from .models import FactIn, FactOut, FactPatch, FactsOut
 from .problems import not_found
 
 router = APIRouter(prefix="/v1/users/{user_id}/facts", tags=["facts"])

@@ -14,7 +14,7 @@ import time
 from html import escape
 from urllib.parse import quote
 
-from ..facts import FactOut, FactsOut
+from ..models import FactOut, FactsOut
 from .page import CSS
 
 __all__ = ["facts_page", "facts_url"]

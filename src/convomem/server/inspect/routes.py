@@ -33,7 +33,8 @@ from pydantic import BaseModel, ValidationError
 from ...session.timeline import Timeline, atimeline
 from ...stores.database import SessionInfo
 from ..deps import ApiKey, Services, get_services, open_memory, require_key, session_info
-from ..facts import FactIn, FactPatch, add_fact, delete_fact, get_facts, update_fact
+from ..facts import add_fact, delete_fact, get_facts, update_fact
+from ..models import FactIn, FactPatch
 from ..problems import Problem
 from .facts_page import facts_page, facts_url
 from .page import login_page, session_page, sessions_page
