@@ -257,12 +257,13 @@ async def update_fact(
     body: FactPatch,
     *,
     expected: int | None = None,
-) -> tuple[FactOut, int]:
+) -> tuple[FactOut, bool, int]:
     """Correct the current fact ``id_``: its value (and/or attribute, subject) becomes
     a new version set by hand, and the old one is superseded, not lost. A superseded
     version cannot be corrected (409 naming the current one), except by the very
     correction that superseded it, sent again (answered with its result: a retry is
-    safe)."""
+    safe). Returns the version now current, whether anything changed, the facts
+    version."""
     if body.value is None and body.attribute is None and body.subject is None:
         raise Problem(
             422, "bad-request", "give value, attribute or subject", field="value", value=None
@@ -272,7 +273,7 @@ async def update_fact(
     value = None if body.value is None else _check_value(body.value)
     attribute = None if body.attribute is None else _check_attribute(body.attribute)
 
-    def change(h: Any) -> tuple[KeyedFact, bool]:
+    def change(h: Any) -> tuple[tuple[KeyedFact, bool], bool]:
         old = h.find(id_)
         if old is None:
             raise not_found("fact", id_)
@@ -285,19 +286,19 @@ async def update_fact(
         if not old.current:
             now = h.get(new.attribute, subject=new.subject)
             if _corrected(old, now, new):  # this correction, sent again: nothing to do
-                return now, False
+                return (now, False), False
             now = h.get(old.attribute, subject=old.subject)
             hint = f"; the current one is {fact_id(now)}" if now is not None else ""
             raise Problem(
                 409, "conflict", f"fact {id_} was superseded{hint}", field="fact_id", value=id_
             )
         filed: KeyedFact = h.put(new, replaces=old)
-        return filed, filed is not old
+        return (filed, filed is not old), filed is not old
 
-    filed, version = await _edit(svc, key, user_id, expected, change)
+    (filed, changed), version = await _edit(svc, key, user_id, expected, change)
     if filed.message_id is not None and filed.message_id.startswith(MANUAL):
         await _index_fact(svc, key, user_id, filed)
-    return fact_out(filed), version
+    return fact_out(filed), changed, version
 
 
 def _corrected(old: KeyedFact, now: KeyedFact | None, new: KeyedFact) -> bool:

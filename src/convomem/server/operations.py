@@ -293,6 +293,7 @@ async def context(
         kept = await memory.acontext("messages", query=query)
         rendered: Any
         dropped = 0
+        sent: tuple[int, bool] | None = None
         if budget is not None and budget < memory.budget:
             packed = Packer(
                 budget=budget,
@@ -301,6 +302,7 @@ async def context(
             ).pack(kept)
             dropped = len(kept) - len(packed.kept)
             kept = list(packed.kept)
+            sent = (packed.token_count, packed.fits)
             rendered = _render(kept, format)
         else:
             rendered = await memory.acontext(format, query=query)
@@ -312,7 +314,9 @@ async def context(
         answer = ContextResponse(
             format=format,
             context=rendered,
-            accounting=accounting(memory, kept, budget=budget, query=query, dropped=dropped),
+            accounting=accounting(
+                memory, kept, budget=budget, query=query, dropped=dropped, packed=sent
+            ),
         )
         last: int = memory._last
         return answer, last

@@ -100,7 +100,7 @@ async def patch_fact(
     """Correct a current fact: the new version (set by hand) is returned; the old one
     is superseded (``?history=true`` lists it with its valid time). Correcting a
     superseded version is a 409 naming the current one."""
-    fact, version = await update_fact(
+    fact, _, version = await update_fact(
         svc, key, user_id, fact_id, body, expected=parse_if_match(if_match)
     )
     _etag(response, version)

@@ -287,7 +287,7 @@ async def user_fact_edit(request: Request, user_id: str, fact_id: str) -> Respon
             return "deleted"
         if action != "correct":
             raise Problem(422, "bad-request", "action: correct or delete", field="action")
-        fact, _ = await update_fact(services, key, user_id, fact_id, _model(FactPatch, form))
+        fact, _, _ = await update_fact(services, key, user_id, fact_id, _model(FactPatch, form))
         return f"corrected: {fact.statement}"
 
     return await _edit_page(request, user_id, edit)
