@@ -217,6 +217,26 @@ def test_a_deleted_fact_is_unreadable_on_every_path(
     assert "zanzibar-77" not in facts and "ana@old.example" not in facts
 
 
+def test_an_edit_on_another_replica_reaches_a_cached_memory(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    h = make_key("acme")
+    one, two = make_client(recall_deadline=None), make_client(recall_deadline=None)
+    _seed(one, h, "s1", "ana", ["My email is ana@old.example", "I live in Lisbon."])
+    assert "ana@old.example" in _facts_block(one, h, "s1")  # replica one caches s1's memory
+    (email,) = [f for f in _facts(two, h)["current"] if f["attribute"] == "email"]
+    assert two.delete(f"/v1/users/ana/facts/{email['id']}", headers=h).status_code == 204
+    assert two.post(
+        "/v1/users/ana/facts", json={"attribute": "job", "value": "nurse"}, headers=h
+    ).is_success
+    block = _facts_block(one, h, "s1")
+    assert "ana@old.example" not in block and "job: nurse" in block
+    cache = one.app.state.services.memories  # type: ignore[attr-defined]
+    hits = cache.hits
+    _facts_block(one, h, "s1")  # nothing moved since: the cached memory serves it
+    assert cache.hits == hits + 1
+
+
 def test_if_match_refuses_a_write_on_moved_facts(client: TestClient, make_key: Key) -> None:
     h = make_key("acme")
     _seed(client, h, "s1", "ana", ["I live in Lisbon."])

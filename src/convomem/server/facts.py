@@ -21,7 +21,8 @@ retry: a version other than the caller's is a 409 carrying the current one as ``
   has no item of its own: the message is the record, and stays in its session's log
   (delete the session, or erase the user, to remove what was said).
 - Every open memory of the user is dropped from this process's cache after an edit, so
-  the next context renders the edited facts.
+  the next context renders the edited facts; another replica drops its own on its next
+  request (the cache checks the facts version, ``deps.use_memory``).
 """
 
 from __future__ import annotations
