@@ -161,3 +161,43 @@ def test_the_embedder_option_reaches_the_settings(tmp_path: Path) -> None:
     args = build_parser().parse_args(["serve", "--store", store])
     assert settings_of(args).embedder == "hashing"
     one_line_failure(*run("serve", "--embedder", "bert"))
+
+
+def test_serve_mounts_mcp_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from _server_support import create_key
+    from convomem.cli.main import build_parser
+    from convomem.cli.serve import build_app, settings_of
+
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    key = create_key(store, "acme")
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+
+    def serve(*options: str) -> TestClient:
+        args = build_parser().parse_args(["serve", "--store", store, "--rate", "0", *options])
+        return TestClient(build_app(settings_of(args)))
+
+    with serve() as client:
+        assert client.post("/mcp", json=listing, headers=headers).status_code == 401
+        auth = {**headers, "Authorization": f"Bearer {key}"}
+        r = client.post("/mcp", json=listing, headers=auth)
+        assert r.status_code == 200, r.text
+        names = {t["name"] for t in r.json()["result"]["tools"]}
+        assert "get_context" in names and "erase_user" not in names
+    with serve("--mcp-allow-erase") as client:
+        r = client.post("/mcp", json=listing, headers={**headers, "Authorization": f"Bearer {key}"})
+        assert "erase_user" in {t["name"] for t in r.json()["result"]["tools"]}
+    with serve("--no-mcp") as client:
+        assert client.post("/mcp", json=listing, headers=headers).status_code == 404
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with serve() as client:
+        assert client.post("/mcp", json=listing, headers=headers).status_code == 404
+        assert client.get("/healthz").status_code == 200
+    assert "/mcp is off" in capsys.readouterr().err

@@ -171,3 +171,54 @@ def test_inspector_in_chromium(browser: Browser, service: tuple[str, str], tmp_p
         (shots / f"inspector{s}.png").stat().st_size > 0 for s in ("", "-facts", "-timeline")
     )
     page.close()
+
+
+def test_the_facts_correction_form_in_chromium(browser: Browser, service: tuple[str, str]) -> None:
+    base, store = service
+    key = create_key(store, "acme")
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert api.post("/v1/sessions", json={"id": "s1", "user_id": "dana"}).status_code == 201
+    said = [{"role": "user", "content": "I live in Lisbon. My email is dana@old.example"}]
+    assert api.post("/v1/sessions/s1/messages", json={"messages": said}).status_code == 201
+
+    page = browser.new_page()
+    page.goto(f"{base}/inspect/s1?key={key}")  # the cookie login, then the session page
+    page.click("a[data-facts-link]")
+    page.wait_for_selector("tr[data-fact-id]")
+    assert page.url.endswith("/inspect/users/dana/facts")
+    city = 'tr[data-fact="city"][data-current="true"]'
+    page.fill(f'{city} input[name="value"]', "Faro")
+    page.click(f'{city} button:has-text("correct")')
+    page.wait_for_selector("[data-notice]")
+    assert "corrected: city: Faro" in (page.text_content("[data-notice]") or "")
+    assert page.locator(f"{city} td").nth(2).text_content() == "Faro"
+    assert page.locator(f'{city}[data-manual="true"]').count() == 1
+    old = 'tr[data-fact="city"][data-current="false"]'
+    assert page.locator(f"{old} td").nth(2).text_content() == "Lisbon"
+    facts = api.get("/v1/users/dana/facts?history=true").json()
+    assert [(f["value"], f["current"]) for f in facts["history"] if f["attribute"] == "city"] == [
+        ("Lisbon", False),
+        ("Faro", True),
+    ]
+
+    page.click('tr[data-fact="email"] button:has-text("delete")')
+    page.wait_for_selector("[data-notice]")
+    assert page.locator('tr[data-fact="email"]').count() == 0
+    page.fill('form.add input[name="attribute"]', "job")
+    page.fill('form.add input[name="value"]', "nurse")
+    page.click("form.add button")
+    page.wait_for_selector('tr[data-fact="job"][data-current="true"]')
+    current = {
+        f["attribute"]: f["value"] for f in api.get("/v1/users/dana/facts").json()["current"]
+    }
+    assert current == {"city": "Faro", "job": "nurse"}
+
+    page.fill(f'{city} input[name="value"]', "   ")  # blank: the problem is shown, nothing saved
+    page.click(f'{city} button:has-text("correct")')
+    page.wait_for_selector("[data-error]")
+    assert "value" in (page.text_content("[data-error]") or "")
+    assert {f["value"] for f in api.get("/v1/users/dana/facts").json()["current"]} == {
+        "Faro",
+        "nurse",
+    }
+    page.close()

@@ -7,6 +7,10 @@ the API docs' URLs; not under ``--log-level error`` or ``critical``); uvicorn's 
 follow ``--log-level`` (default ``warning``: none but problems). With ``--workers N``
 uvicorn runs N processes; each builds the app from the settings passed in
 ``$CONVOMEM_SERVE_SETTINGS`` (JSON).
+
+The MCP tools are served at ``/mcp`` too (``convomem.mcp.mount``: the same keys and
+tenants) when the ``mcp`` extra is installed, unless ``--no-mcp``; ``--mcp-allow-erase``
+adds the ``erase_user`` tool. Their choice travels in ``Settings.extra["mcp"]``.
 """
 
 from __future__ import annotations
@@ -67,6 +71,12 @@ def add_parser(sub: Any) -> None:
         default="warning",
         help="uvicorn's log level (default: warning); error and critical also hide the start line",
     )
+    p.add_argument("--no-mcp", action="store_true", help="do not serve the MCP tools at /mcp")
+    p.add_argument(
+        "--mcp-allow-erase",
+        action="store_true",
+        help="add the erase_user tool to /mcp (erases everything of a user; off by default)",
+    )
 
 
 def settings_of(args: argparse.Namespace) -> Any:
@@ -83,6 +93,7 @@ def settings_of(args: argparse.Namespace) -> Any:
         "upstream_url": args.upstream_url,
         "upstream_model": args.upstream_model,
         "upstream_api_key": os.environ.get("CONVOMEM_UPSTREAM_API_KEY"),
+        "extra": {"mcp": {"enabled": not args.no_mcp, "allow_erase": args.mcp_allow_erase}},
     }
     return Settings(**{k: v for k, v in given.items() if v is not None})
 
@@ -105,13 +116,29 @@ def start_line(settings: Any, host: str, port: int, workers: int) -> str:
     )
 
 
+def build_app(settings: Any) -> Any:
+    """The service's app, with MCP at ``/mcp`` when ``settings.extra["mcp"]`` asks and the
+    extra is installed (a note on stderr when it is not)."""
+    from ..server import create_app
+
+    app = create_app(settings)
+    part = settings.extra.get("mcp")
+    if isinstance(part, dict) and part.get("enabled"):
+        from ..mcp import mount
+
+        try:
+            mount(app, allow_erase=bool(part.get("allow_erase")))
+        except MissingDependency as exc:
+            sys.stderr.write(f"convomem serve: /mcp is off: {exc}\n")
+    return app
+
+
 def app_from_env() -> Any:
     """The app of one uvicorn worker process (``--workers N``): settings from the env."""
-    from ..server import create_app
     from ..server.settings import Settings
 
     data = json.loads(os.environ[ENV_SETTINGS])
-    return create_app(Settings(**data))
+    return build_app(Settings(**data))
 
 
 def cmd_serve(args: argparse.Namespace, out: Any) -> int:
@@ -119,14 +146,12 @@ def cmd_serve(args: argparse.Namespace, out: Any) -> int:
         import uvicorn
     except ImportError:
         raise MissingDependency("convomem serve", "server", "uvicorn") from None
-    from ..server import create_app
-
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port {args.port}: must be 1-65535")
     if args.workers < 1:
         raise ConfigError(f"--workers {args.workers}: must be at least 1")
     settings = settings_of(args)
-    app = create_app(settings)  # checks the extra and the settings before binding
+    app = build_app(settings)  # checks the extra and the settings before binding
     if args.log_level not in ("error", "critical"):
         sys.stderr.write(start_line(settings, args.host, args.port, args.workers) + "\n")
         sys.stderr.flush()

@@ -267,6 +267,13 @@ class RecallIndex:
         loaded = self._run_db(Db(lambda: self.facts_table.load(scope), False))
         return history_of(loaded, scope, tenant, **options)
 
+    def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
+        """The version ``facts(user_id)`` would have now (0: none stored), in one indexed
+        read: what a cached copy of the facts is checked against."""
+        scope = scope_of(user_id, tenant)
+        n: int = self._run_db(Db(lambda: self.facts_table.version(scope), False))
+        return n
+
     def save_facts(
         self,
         user_id: str,

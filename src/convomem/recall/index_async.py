@@ -222,6 +222,12 @@ class AsyncRecallIndex:
         loaded = await self._perform(Db(lambda: self.facts_table.load(scope), False))
         return history_of(loaded, scope, tenant, **options)
 
+    async def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
+        """The stored facts version of ``user_id`` (see ``RecallIndex.facts_version``)."""
+        scope = scope_of(user_id, tenant)
+        n: int = await self._perform(Db(lambda: self.facts_table.version(scope), False))
+        return n
+
     async def save_facts(
         self,
         user_id: str,

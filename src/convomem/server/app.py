@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
-from . import api_docs, routes_health, routes_messages, routes_sessions, routes_users
+from . import api_docs, routes_facts, routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state
 from .inspect import routes as inspect_routes
 from .models import ProblemOut, problem_responses
@@ -75,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_sessions.router, responses=api)
     app.include_router(routes_messages.router, responses=api)
     app.include_router(routes_users.router, responses=api)
+    app.include_router(routes_facts.router, responses=api)
     app.include_router(chat_router, responses={**api, **problem_responses(501)})
     app.include_router(inspect_routes.router)
     api_docs.install(app, api_docs.assets_dir())

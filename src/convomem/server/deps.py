@@ -25,6 +25,7 @@ from typing import Any
 
 from fastapi import Request
 
+from ..errors import StoreError, TransientError
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
 from ._memory_cache import MemoryCache
@@ -48,9 +49,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """The caller: the tenant its key belongs to (every store call is scoped to it)."""
+    """The caller: the tenant its key belongs to (every store call is scoped to it).
+    ``None`` is the store's own scope of no tenant: never an API key's (keys belong to a
+    named tenant), only a local caller's (``convomem mcp`` over stdio without
+    ``--tenant``)."""
 
-    tenant: str
+    tenant: str | None
     key_id: str
 
 
@@ -274,10 +278,25 @@ async def use_memory(
         yield open_memory(services, key, info)
         return
     budget = session_budget(services, info)
+    facts = await _facts_version(services, key, info)
     async with cache.use(
-        key.tenant, info, budget, lambda: open_memory(services, key, info)
+        key.tenant, info, budget, lambda: open_memory(services, key, info), facts
     ) as memory:
         yield memory
+
+
+async def _facts_version(services: Services, key: ApiKey, info: SessionInfo) -> int | None:
+    """The user's stored facts version, which a cached memory's facts must match (a fact
+    edited or saved by another replica); None when there is none to check or the index
+    does not answer (the memory's own recall guard decides what an outage costs)."""
+    index = services.recall
+    if index is None or info.user_id is None or not hasattr(index, "facts_version"):
+        return None
+    try:
+        version: int = await index.facts_version(info.user_id, tenant=key.tenant)
+    except (StoreError, TransientError, OSError):
+        return None
+    return version
 
 
 def new_state(app_state: Any, settings: Settings) -> None:

@@ -38,11 +38,12 @@ class Idempotency:
         self._records = Records(db, "idempotency", ttl=ttl)
 
     @staticmethod
-    def _rid(tenant: str, session_id: str, key: str) -> str:
-        return hashlib.sha256(f"{tenant}\0{session_id}\0{key}".encode()).hexdigest()
+    def _rid(tenant: str | None, session_id: str, key: str) -> str:
+        scope = "\1" if tenant is None else tenant  # no tenant name holds a control character
+        return hashlib.sha256(f"{scope}\0{session_id}\0{key}".encode()).hexdigest()
 
     async def recall(
-        self, tenant: str, session_id: str, key: str
+        self, tenant: str | None, session_id: str, key: str
     ) -> tuple[str, dict[str, Any]] | None:
         """``(digest, answer)`` of an earlier request with this key, or None."""
         raw = await self._records.get(self._rid(tenant, session_id, key))
@@ -52,7 +53,12 @@ class Idempotency:
         return str(d["digest"]), dict(d["answer"])
 
     async def remember(
-        self, tenant: str, session_id: str, key: str, digest: str, answer: dict[str, Any]
+        self,
+        tenant: str | None,
+        session_id: str,
+        key: str,
+        digest: str,
+        answer: dict[str, Any],
     ) -> None:
         """Keep the answer of a request (the first one kept wins)."""
         text = json.dumps({"digest": digest, "answer": answer}, separators=(",", ":"))

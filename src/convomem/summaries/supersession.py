@@ -36,6 +36,7 @@ from ..tokens import Tokenizer, get_tokenizer
 from ._fact import SOURCE_TIER
 from ._keyed_rules import value_changes
 from .extractor import Extractor, OfflineExtractor
+from .fact_edits import FactEdits
 from .keyed import SUBJECT_USER, KeyedFact, norm_attribute, norm_value
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def fact_rank(f: KeyedFact) -> tuple[int, int, float, int]:
     )
 
 
-class FactHistory:
+class FactHistory(FactEdits):
     """Keyed facts with supersession, fed by an ``Extractor`` once per message.
 
     ``extractor`` defaults to ``OfflineExtractor()``; ``tokenizer`` measures
