@@ -11,6 +11,10 @@ nowhere (an HTML comment):
 - ``<!-- run: service -->``: the block talks to a running service: the suite starts a
   ``convomem serve`` (over a SQLite file, its chat route on a local fake model) and sets
   ``$CONVOMEM_URL`` and ``$CONVOMEM_KEY`` (a key of a fresh tenant) for it;
+- ``<!-- run: elsewhere -->``: the block is run by a test of its own page, which gives it
+  what it needs (``tests/mcp/test_docs.py`` runs every block of ``docs/mcp.md`` in a
+  fresh interpreter against ``convomem mcp`` and a real ``convomem serve``); only that
+  page may say so;
 - several at once: ``<!-- run: service, continues -->``.
 
 A block that needs an extra says so in the prose and simply runs: ``make test``
@@ -40,7 +44,9 @@ from _fake_upstream import FakeUpstream, start
 from _servers_app import create_key, spawn_replicas, wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent
-MARKERS = frozenset({"continues", "service"})
+MARKERS = frozenset({"continues", "service", "elsewhere"})
+ELSEWHERE = {"docs/mcp.md": ROOT / "tests" / "mcp" / "test_docs.py"}
+"""Pages whose blocks a test of their own runs (``elsewhere``), and that test."""
 
 FENCE = re.compile(
     r"^(?:<!-- run: (?P<words>[^>]*?) -->\n)?"  # a marker on the line above
@@ -131,6 +137,10 @@ def test_the_pages_have_blocks_and_no_block_goes_unrun() -> None:
     assert {"README.md", "docs/guides/packer.md", "docs/service/client.md"} <= {
         b.page for b in firsts
     }
+    elsewhere = {b.page for b in firsts if "elsewhere" in b.markers}
+    assert elsewhere <= set(ELSEWHERE)
+    for page in elsewhere:
+        assert ELSEWHERE[page].is_file() and page in ELSEWHERE[page].read_text()
 
 
 def test_the_readme_links_to_files_that_exist() -> None:
@@ -164,7 +174,10 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
         upstream.close()
 
 
-@pytest.mark.parametrize("chain", CHAINS, ids=[c.id for c in CHAINS])
+RUN = [c for c in CHAINS if "elsewhere" not in c.markers]  # the others: ELSEWHERE runs them
+
+
+@pytest.mark.parametrize("chain", RUN, ids=[c.id for c in RUN])
 def test_the_block_runs(
     chain: Chain, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
