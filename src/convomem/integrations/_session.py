@@ -2,7 +2,7 @@
 
 An adapter's turn is: find what in the framework's history the memory does not hold yet
 (the messages after the newest one it holds), append those, and read the view. That logic
-is a generator yielding four requests (``Newest``, ``Append``, ``View``, ``Log``), run by
+is a generator yielding requests (``Newest``, ``Append``, ``View``, ``Log``, ``Clear``), run by
 ``run`` over the memory's sync methods or by ``arun`` over its async twins: the adapters'
 sync and async paths differ only there.
 
@@ -12,6 +12,7 @@ batch append replaces the per-message loop in one line when it lands.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -52,7 +53,12 @@ class Log:
     limit: int | None = None
 
 
-Request = Newest | Append | View | Log
+@dataclass(frozen=True, slots=True)
+class Clear:
+    """Request: empty the memory (log, summary and view)."""
+
+
+Request = Newest | Append | View | Log | Clear
 Steps = Generator[Request, Any, T]
 
 
@@ -79,6 +85,8 @@ def run(memory: ConversationMemory, steps: Steps[T]) -> T:
             return append_batch(memory, req.messages)
         if isinstance(req, View):
             return memory.context("messages", query=req.query)
+        if isinstance(req, Clear):
+            return memory.clear(keep_system=False)
         return memory.messages(req.limit)
 
     return _io.drive(steps, perform)
@@ -95,6 +103,8 @@ async def arun(memory: ConversationMemory, steps: Steps[T]) -> T:
             return await aappend_batch(memory, req.messages)
         if isinstance(req, View):
             return await memory.acontext("messages", query=req.query)
+        if isinstance(req, Clear):
+            return await memory.aclear(keep_system=False)
         return await memory.amessages(req.limit)
 
     return await _io.adrive(steps, perform)
@@ -154,6 +164,25 @@ def view_and_open_exchange(query: str | None = None) -> Steps[list[Message]]:
         if len(tail) < limit:
             return view + tail
         limit *= 4
+
+
+Call = Callable[[], Any]
+"""A store call, bound and ready: run as it is (sync), awaited (async database), or in a
+worker thread (a sync database reached from async code)."""
+
+
+def call(steps: Generator[Call, Any, T]) -> T:
+    """Run ``steps`` whose requests are store calls, synchronously."""
+    return _io.drive(steps, lambda c: c())
+
+
+async def acall(steps: Generator[Call, Any, T], is_async: bool) -> T:
+    """Run ``steps`` whose requests are store calls, from async code."""
+
+    async def perform(c: Call) -> Any:
+        return await c() if is_async else await asyncio.to_thread(c)
+
+    return await _io.adrive(steps, perform)
 
 
 def message_id(m: Message) -> str:
