@@ -307,47 +307,61 @@ def _one_part(kind: str, dump: Mapping[str, Any], ta: Any) -> Any:
     return ta.validate_python([{"kind": kind, "parts": [dict(dump)]}])[0].parts[0]
 
 
+def _meta(m: Message) -> dict[str, Any] | None:
+    """The message's pydantic-ai metadata while its blocks are unchanged, else None."""
+    raw = m.metadata.get(META)
+    meta = thaw(raw) if isinstance(raw, Mapping) else None
+    return meta if meta is not None and _unchanged(m, meta) else None
+
+
 def to_pydantic_ai(messages: Sequence[Message]) -> list[ModelMessage]:
     """Convert messages to pydantic-ai ``ModelRequest`` / ``ModelResponse`` objects.
 
-    The two halves of a request (its system prompt parts and the rest) become one request
-    again when both are present and unchanged, in their original part order.
+    The two halves of a request (its system prompt parts and the rest) become that one
+    request again, at the system half's place, when both are in ``messages`` unchanged
+    (a view may put the user's facts or a summary between them), so what a model is sent
+    is the request the history holds.
     """
     pm = _pm()
     ta = _adapter(pm)
     out: list[Any] = []
     names: dict[str, str] = {}
-    pending: tuple[str, list[int], list[Any], Mapping[str, Any]] | None = None
+    metas: list[dict[str, Any] | None] = []
+    rest_at: dict[str, int] = {}  # digest -> index of the unchanged rest half
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
             raise NotAMessage(f"messages[{i}]", m, "must be a Message")
+        metas.append(_meta(m))
+        meta = metas[-1]
+        if meta is not None and meta.get("half") == "rest":
+            rest_at.setdefault(meta["digest"], i)
+    merged: set[int] = set()
+    for i, (m, meta) in enumerate(zip(messages, metas, strict=True)):
         for b in m.blocks:
             if isinstance(b, ToolUseBlock):
                 names[b.id] = b.name
-        meta = thaw(m.metadata.get(META)) if isinstance(m.metadata.get(META), Mapping) else None
-        if meta is None or not _unchanged(m, meta):
+        if i in merged:
+            continue
+        if meta is None:
+            raw = m.metadata.get(META)
+            old = thaw(raw) if isinstance(raw, Mapping) else None
             kind = "response" if m.role == "assistant" else "request"
-            kept = meta.get("parts", []) if meta else []
-            parts = _rebuilt_parts(m, kept, names, pm, ta)
-            if meta is not None:
-                out.append(_build(kind, meta["fields"], parts, pm, ta))
-            else:
-                msg = _build(kind, {}, parts, pm, ta)
+            parts = _rebuilt_parts(m, old.get("parts", []) if old else [], names, pm, ta)
+            msg = _build(kind, old["fields"] if old else {}, parts, pm, ta)
+            if old is None:
                 msg.metadata = {MARK: _mark(m)}
-                out.append(msg)
-            pending = None
+            out.append(msg)
             continue
-        if "half" not in meta:
-            out.append(_build(meta["kind"], meta["fields"], meta["parts"], pm, ta))
-            pending = None
+        rest = rest_at.get(meta["digest"], -1) if meta.get("half") == "system" else -1
+        if rest > i:
+            other = metas[rest]
+            assert other is not None
+            pairs = sorted(
+                zip(meta["order"] + other["order"], meta["parts"] + other["parts"], strict=True),
+                key=lambda pair: pair[0],
+            )
+            out.append(_build("request", meta["fields"], [p for _, p in pairs], pm, ta))
+            merged.add(rest)
             continue
-        if pending is not None and pending[0] == meta["digest"] and meta["half"] == "rest":
-            _, order, parts, fields = pending
-            merged = sorted(zip(order + meta["order"], parts + meta["parts"], strict=True))
-            out[-1] = _build("request", fields, [p for _, p in merged], pm, ta)
-            pending = None
-            continue
-        out.append(_build("request", meta["fields"], meta["parts"], pm, ta))
-        first = meta["half"] == "system"
-        pending = (meta["digest"], meta["order"], meta["parts"], meta["fields"]) if first else None
+        out.append(_build(meta["kind"], meta["fields"], meta["parts"], pm, ta))
     return out
