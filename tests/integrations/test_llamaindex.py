@@ -152,6 +152,7 @@ def test_put_get_set_reset() -> None:
         assert len(memory.get_all()) == 3  # a bad set changes nothing
         memory.set([ChatMessage(role="system", content="S"), ChatMessage(content="q")])
         assert [m.content for m in memory.get()] == ["S", "q"]
+        assert memory.get(input="q") == memory.get()  # no recall here: input is not searched
         memory.reset()
         assert memory.get_all() == []
         with pytest.raises(ConfigError, match="budget"):

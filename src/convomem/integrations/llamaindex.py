@@ -85,6 +85,9 @@ class ConvomemMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     memory: ConversationMemory = Field(exclude=True)
+    search_input: bool = False
+    """Whether ``get(input=...)`` searches recall for ``input`` (the memory has ``recall=``
+    or ``extractor=``; ``from_defaults`` sets it); else ``input`` is not used."""
 
     @classmethod
     def class_name(cls) -> str:
@@ -108,14 +111,16 @@ class ConvomemMemory(BaseMemory):
         if "budget" in options or "store" in options:
             raise ConfigError("memory_options: give budget= as its own keyword, the store as db=")
         memories = Memories(db, {"budget": budget, **options}, size=1)
-        return cls(memory=memories.get(session_id, user_id=user_id, tenant=tenant))
+        memory = memories.get(session_id, user_id=user_id, tenant=tenant)
+        search = options.get("recall") is not None or options.get("extractor") is not None
+        return cls(memory=memory, search_input=search)
 
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The view, recall searched for ``input`` (default: the newest user message)."""
-        return run(self.memory, _view(input))
+        return run(self.memory, _view(input if self.search_input else None))
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
-        return await arun(self.memory, _view(input))
+        return await arun(self.memory, _view(input if self.search_input else None))
 
     def get_all(self) -> list[ChatMessage]:
         """The whole log."""
