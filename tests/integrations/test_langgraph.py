@@ -161,3 +161,28 @@ def test_configuration_errors_are_named() -> None:
         with pytest.raises(InvalidMessage, match="add_messages"):
             context.context({"messages": [HumanMessage("no id")]}, CONFIG)
         assert context.memory(CONFIG).messages() == []  # nothing was written
+
+
+def test_a_turns_work_does_not_grow_with_the_thread() -> None:
+    """Store statements and rows read per turn stay flat while the checkpointed thread
+    grows (the hooks convert and append only what is new, and read the view)."""
+    with open_store("sqlite://") as db:
+        context = ConvomemContext(db, budget=800)
+        agent = create_react_agent(
+            ScriptedChat(),
+            [],
+            pre_model_hook=context.pre_model_hook,
+            post_model_hook=context.post_model_hook,
+            checkpointer=InMemorySaver(),
+        )
+        config = {"configurable": {"thread_id": "long"}}
+        work = []
+        for i in range(150):
+            before = db.stats()
+            agent.invoke({"messages": [HumanMessage(f"turn {i} " + "word " * 20)]}, config)
+            after = db.stats()
+            work.append((after.statements - before.statements, after.rows_read - before.rows_read))
+        assert context.memory(config).stats().summarized_messages > 200
+        early, late = work[20:40], work[130:150]
+        assert max(s for s, _ in late) <= max(s for s, _ in early)
+        assert max(r for _, r in late) <= max(r for _, r in early)

@@ -153,3 +153,17 @@ async def test_with_pydantic_ais_test_model() -> None:
 def test_a_memory_is_required() -> None:
     with pytest.raises(ConfigError, match="ConversationMemory"):
         convomem_history("not a memory")  # type: ignore[arg-type]
+
+
+def test_run_sync_works_the_same(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/sync.db"
+    for attempt in range(2):  # the second is a restart over the same file
+        with open_store(url) as db:
+            memory = ConversationMemory(400, store=db.session("s", user_id="u"))
+            agent = Agent(TestModel(call_tools=[]), capabilities=[convomem_history(memory)])
+            for i in range(15):
+                agent.run_sync(f"sync question {attempt} {i} " + "filler " * 6)
+            assert memory.stats().context_tokens <= 400
+    with open_store(url) as db:
+        log = ConversationMemory(400, store=db.session("s", user_id="u")).messages()
+        assert len(log) == 60  # 30 prompts and 30 answers, each once
