@@ -5,7 +5,20 @@
 
 import { ChatStream } from "./chat.js";
 import { ConfigError, SessionMoved } from "./errors.js";
-import { type ClientOptions, Transport, count, headerValue } from "./transport.js";
+import {
+  type AppendOptions,
+  type ChatMessage,
+  type ChatOptions,
+  type ContextOptions,
+  type CreateSessionOptions,
+  type PageOptions,
+  type SearchOptions,
+  idempotencyKey,
+  isDict,
+  messageList,
+  pageOf,
+} from "./options.js";
+import { type ClientOptions, Transport, count } from "./transport.js";
 import type {
   AppendResponse,
   ContextFormat,
@@ -13,7 +26,6 @@ import type {
   Erased,
   FactsResponse,
   MessageDict,
-  MessageFormat,
   Page,
   Readiness,
   SearchResponse,
@@ -30,69 +42,6 @@ import {
   path,
   type WireRequest,
 } from "./wire.js";
-
-/** What `createSession` may set besides the owner. */
-export interface CreateSessionOptions {
-  /** The session's id; when left out the client makes one, so a retry cannot create two. */
-  id?: string;
-  metadata?: Record<string, unknown>;
-  /** The session expires this long after its last write. */
-  ttlSeconds?: number;
-  idempotencyKey?: string;
-}
-
-/** How `append` sends its messages. */
-export interface AppendOptions {
-  /** The messages' format: `"openai"` (the default), `"anthropic"` or `"convomem"`. */
-  format?: MessageFormat;
-  /** Anthropic's top-level system prompt (with `format: "anthropic"`). */
-  system?: string | Record<string, unknown>[];
-  /** The seq this writer saw: a session that moved past it answers `SessionMoved`. */
-  ifMatch?: number;
-  /** With `ifMatch`: re-read the session and send again, up to this many times. */
-  retryConflicts?: number;
-  /** The write's `Idempotency-Key` (default: a new UUID, kept across the retries). */
-  idempotencyKey?: string;
-}
-
-/** One page of a listing. */
-export interface PageOptions {
-  cursor?: string;
-  limit?: number;
-}
-
-/** What `context` assembles. */
-export interface ContextOptions<F extends ContextFormat> {
-  format?: F;
-  /** A smaller budget for this request only. */
-  budget?: number;
-  /** What recall looks for (the user's past sessions). */
-  query?: string;
-}
-
-/** What a recall search returns. */
-export interface SearchOptions {
-  /** How many hits (default 10, at most 100). */
-  k?: number;
-  /** `"message"`, `"summary"`, `"fact"`... */
-  kinds?: string[];
-}
-
-/** A chat turn's user message as a dict (its `id` makes the turn idempotent). */
-export interface ChatMessage {
-  message: MessageDict;
-  format?: MessageFormat;
-}
-
-/** What shapes one chat turn. */
-export interface ChatOptions {
-  /** A smaller budget for this turn's context. */
-  budget?: number;
-  /** What recall looks for (default: the user's own words). */
-  query?: string;
-  /** Aborting it closes the stream (nothing of the reply is stored). */
-  signal?: AbortSignal;
-}
 
 /**
  * The memory service's API. Answers are the service's JSON; failures are typed errors
@@ -327,29 +276,4 @@ export class Client {
     const next = body["next_cursor"];
     return [items as T[], typeof next === "string" && next ? next : null];
   }
-}
-
-function isDict(value: unknown): value is MessageDict {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function messageList(messages: unknown): MessageDict[] {
-  if (!Array.isArray(messages)) {
-    throw new ConfigError("messages", messages, "must be an array of messages, not one");
-  }
-  messages.forEach((m: unknown, i) => {
-    if (!isDict(m)) throw new ConfigError(`messages[${i}]`, m, "must be a message object");
-  });
-  return messages as MessageDict[];
-}
-
-function idempotencyKey(given: string | undefined): string {
-  return given === undefined ? newKey() : headerValue("idempotencyKey", given, 200);
-}
-
-function pageOf(cursor: string | undefined, limit: number | undefined): PageOptions {
-  const out: PageOptions = {};
-  if (cursor !== undefined) out.cursor = cursor;
-  if (limit !== undefined) out.limit = limit;
-  return out;
 }

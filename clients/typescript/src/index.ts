@@ -11,16 +11,16 @@
  */
 
 export { ChatStream } from "./chat.js";
-export {
-  Client,
-  type AppendOptions,
-  type ChatMessage,
-  type ChatOptions,
-  type ContextOptions,
-  type CreateSessionOptions,
-  type PageOptions,
-  type SearchOptions,
-} from "./client.js";
+export { Client } from "./client.js";
+export type {
+  AppendOptions,
+  ChatMessage,
+  ChatOptions,
+  ContextOptions,
+  CreateSessionOptions,
+  PageOptions,
+  SearchOptions,
+} from "./options.js";
 export {
   ConfigError,
   ConvomemError,
