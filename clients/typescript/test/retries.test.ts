@@ -209,7 +209,10 @@ test("a connection reset is retried (a TransientError when it persists)", async 
 });
 
 test("a server that never answers ends at the deadline, and is retried", async () => {
-  const { server, client } = await rig(["hang", { status: 200, body: SESSION }], { timeoutMs: 50 });
+  // 1 s: ample for a local answer on a busy machine; the hang costs that second once.
+  const { server, client } = await rig(["hang", { status: 200, body: SESSION }], {
+    timeoutMs: 1000,
+  });
   assert.deepEqual(await client.session("s1"), SESSION);
   assert.equal(server.requests.length, 2);
   const stuck = await rig(["hang"], { timeoutMs: 50, retries: 0 });
@@ -411,9 +414,9 @@ test("chat: an error event is its problem's typed error", async () => {
 test("chat: the deadline times the service, not a caller slower than it", async () => {
   const pieces = sse(["delta", { content: "a" }], ["delta", { content: "b" }], ["done", DONE]);
   const stream: Answer = { status: 200, headers: { "Content-Type": "text/event-stream" }, pieces };
-  // The pause after the 429 and the caller's work per delta both outlast the 30 ms deadline.
-  const slow = (ms: number) => new Promise<void>((done) => setTimeout(done, Math.max(ms, 80)));
-  const { client } = await rig([limited("0"), stream], { timeoutMs: 30, sleep: slow });
+  // The pause after the 429 and the caller's work per delta both outlast the 250 ms deadline.
+  const slow = (ms: number) => new Promise<void>((done) => setTimeout(done, Math.max(ms, 400)));
+  const { client } = await rig([limited("0"), stream], { timeoutMs: 250, sleep: slow });
   const seen: string[] = [];
   for await (const delta of client.chat("s1", "Hi")) {
     seen.push(delta);
