@@ -11,8 +11,11 @@ import {
   type ChatOptions,
   type ContextOptions,
   type CreateSessionOptions,
+  type FactChanges,
+  type FactOptions,
   type PageOptions,
   type SearchOptions,
+  factBody,
   idempotencyKey,
   isDict,
   messageList,
@@ -24,6 +27,7 @@ import type {
   ContextFormat,
   ContextResponse,
   Erased,
+  Fact,
   FactsResponse,
   MessageDict,
   Page,
@@ -205,9 +209,71 @@ export class Client {
     return this.#object({ method: "POST", path: "/v1/recall/search", json: body });
   }
 
-  /** `GET /v1/users/{id}/facts`: the user's current facts and their history. */
-  async facts(userId: string): Promise<FactsResponse> {
-    return this.#object({ method: "GET", path: path("users", userId, "facts") });
+  /**
+   * `GET /v1/users/{id}/facts`: the user's current facts (each with its `id`), and with
+   * `{ history: true }` every version (superseded ones with their valid times).
+   * `version` is what the writes' `ifMatch` takes.
+   */
+  async facts(userId: string, options: { history?: boolean } = {}): Promise<FactsResponse> {
+    const params = options.history === true ? { history: "true" } : {};
+    return this.#object({ method: "GET", path: path("users", userId, "facts"), params });
+  }
+
+  /** `GET /v1/users/{id}/facts/{factId}`: one version of a fact, current or not. */
+  async fact(userId: string, factId: string): Promise<Fact> {
+    return this.#object({ method: "GET", path: path("users", userId, "facts", factId) });
+  }
+
+  /**
+   * `POST /v1/users/{id}/facts`: set a fact by hand; it supersedes the attribute's
+   * current value (the same value again changes nothing). With `ifMatch` (the facts
+   * `version` this is based on), facts that moved give `SessionMoved` (`actual`: the
+   * version now) and nothing is written.
+   */
+  async addFact(
+    userId: string,
+    attribute: string,
+    value: string,
+    options: FactOptions & { subject?: string } = {},
+  ): Promise<Fact> {
+    const body = factBody({ attribute, value, subject: options.subject });
+    const url = path("users", userId, "facts");
+    const answer = await this.#factWrite({ method: "POST", path: url, json: body }, options);
+    return asObject(answer, `POST ${url}`);
+  }
+
+  /**
+   * `PATCH /v1/users/{id}/facts/{factId}`: correct a current fact (what is not given
+   * stays); the new version is returned, the old one is superseded, not lost
+   * (`facts(userId, { history: true })` lists it).
+   */
+  async updateFact(userId: string, factId: string, changes: FactChanges): Promise<Fact> {
+    const body = factBody({
+      value: changes.value,
+      attribute: changes.attribute,
+      subject: changes.subject,
+    });
+    const url = path("users", userId, "facts", factId);
+    const answer = await this.#factWrite({ method: "PATCH", path: url, json: body }, changes);
+    return asObject(answer, `PATCH ${url}`);
+  }
+
+  /** `DELETE /v1/users/{id}/facts/{factId}`: a version of a fact and its recall item. */
+  async deleteFact(userId: string, factId: string, options: FactOptions = {}): Promise<void> {
+    const url = path("users", userId, "facts", factId);
+    await this.#factWrite({ method: "DELETE", path: url }, options);
+  }
+
+  /** A fact write: safe to repeat (the same value or correction again changes nothing,
+   * and it carries an `Idempotency-Key`), so it is retried like a read. */
+  async #factWrite(request: Omit<WireRequest, "headers">, options: FactOptions): Promise<unknown> {
+    const headers: Record<string, string> = {
+      "Idempotency-Key": idempotencyKey(options.idempotencyKey),
+    };
+    if (options.ifMatch !== undefined) {
+      headers["If-Match"] = `"${count("ifMatch", options.ifMatch)}"`;
+    }
+    return this.#fetch({ ...request, headers });
   }
 
   /** `DELETE /v1/users/{id}`: the user's sessions, summaries, facts and vectors. */

@@ -18,6 +18,8 @@ export type {
   ChatOptions,
   ContextOptions,
   CreateSessionOptions,
+  FactChanges,
+  FactOptions,
   PageOptions,
   SearchOptions,
 } from "./options.js";

@@ -71,6 +71,33 @@ export interface ChatOptions {
   signal?: AbortSignal;
 }
 
+/** What a fact write may say besides the fact. */
+export interface FactOptions {
+  /** The facts `version` the write is based on: facts that moved answer `SessionMoved`. */
+  ifMatch?: number;
+  /** The write's `Idempotency-Key` (default: a new UUID, kept across the retries). */
+  idempotencyKey?: string;
+}
+
+/** A correction of a fact: what is given changes, the rest stays. */
+export interface FactChanges extends FactOptions {
+  value?: string;
+  attribute?: string;
+  /** Whom the fact is about (`"user"` unless set otherwise). */
+  subject?: string;
+}
+
+/** The body of a fact write: the fields given, each a string. */
+export function factBody(fields: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    if (typeof value !== "string") throw new ConfigError(name, value, "must be a string");
+    out[name] = value;
+  }
+  return out;
+}
+
 /** A plain object: not null, not an array. */
 export function isDict(value: unknown): value is MessageDict {
   return value !== null && typeof value === "object" && !Array.isArray(value);

@@ -111,26 +111,37 @@ export interface SearchResponse {
   hits: SearchHit[];
 }
 
-/** One long-term fact about a user, with its valid time. */
+/** One version of a long-term fact about a user, with its valid time. */
 export interface Fact {
+  /** Addresses this version (`fact`, `updateFact`, `deleteFact`). */
+  id: string;
   subject: string;
   attribute: string;
   value: string;
   statement: string;
+  /** False once a newer value superseded it (`valid_to` says when). */
+  current: boolean;
   source_role: string | null;
   session_id: string | null;
+  /** The message it was read in, or `manual:<key id>`. */
   message_id: string | null;
   seq: number | null;
   valid_from: number | null;
-  /** `null` while the value is current; set when a newer value superseded it. */
   valid_to: number | null;
+  /** Set by hand through the API, not read in a message. */
+  manual: boolean;
+  /** The id of the API key that set it by hand. */
+  set_by: string | null;
 }
 
-/** A user's facts: the current value of each, and every value with its valid time. */
+/** A user's facts: the current value of each, and with `history` every version. */
 export interface FactsResponse {
   user_id: string;
+  /** The facts' version (their `ETag`): what a write's `ifMatch` takes. */
+  version: number;
   current: Fact[];
-  history: Fact[];
+  /** Every version, oldest first per attribute (`null` unless asked for). */
+  history: Fact[] | null;
 }
 
 /** What erasing a user removed. */

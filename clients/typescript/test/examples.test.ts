@@ -61,6 +61,21 @@ test("users: recall, facts, paging, a refused input and erasure", async () => {
   assert.equal(lines.at(-1), "gone");
 });
 
+test("facts: read, corrected with If-Match, set by hand, listed with history, deleted", async () => {
+  const out = await example("facts");
+  assert.equal(
+    out,
+    [
+      "email: ana@old.example",
+      "email=ana@old.example superseded",
+      "email=ana@new.example current",
+      "city=Porto current",
+      "email",
+      "",
+    ].join("\n"),
+  );
+});
+
 /** The ```ts blocks of a Markdown file. */
 function blocks(file: string): string[] {
   return [...readFileSync(file, "utf8").matchAll(/^```ts\n(.*?)^```$/gms)].map(
