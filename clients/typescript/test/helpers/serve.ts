@@ -3,7 +3,8 @@
  * on a free loopback port over a temporary SQLite store, with API keys made by
  * `convomem keys create`, and ready once `GET /readyz` answers 200. A process that
  * exits or is not ready in time FAILS the test with the tail of its log, never skips.
- * `stop()` ends the process it started (its own pid, nothing else).
+ * `stop()` ends the process it started (its own pid, nothing else), and so does the end
+ * of the test process, however it ends.
  */
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -93,7 +94,16 @@ export async function serve(args: string[] = [], tenants: string[] = ["acme"]): 
   const kill = (): void => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   };
-  process.once("exit", kill); // a crashed test process leaves no server behind
+  // A test process that crashes, or that the runner ends (a timeout: SIGTERM), leaves no
+  // server behind: the server is killed, then the signal's default action ends the process.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    kill();
+    rmSync(folder, { recursive: true, force: true });
+    process.kill(process.pid, signal);
+  };
+  process.once("exit", kill);
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
   const logTail = (): string => {
     try {
       return readFileSync(log, "utf8").slice(-4000);
@@ -110,6 +120,8 @@ export async function serve(args: string[] = [], tenants: string[] = ["acme"]): 
       clearTimeout(timer);
     }
     process.removeListener("exit", kill);
+    process.removeListener("SIGTERM", onSignal);
+    process.removeListener("SIGINT", onSignal);
     rmSync(folder, { recursive: true, force: true });
   };
   const url = `http://127.0.0.1:${port}`;
