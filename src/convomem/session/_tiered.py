@@ -317,6 +317,7 @@ def tier_stats(t: Tiers | None, emergencies: int) -> dict[str, Any]:
             "unsaved": len(t.pending),
             "saves": t.saves,
             "conflicts": t.conflicts,
+            "degraded": bool(getattr(t.extractor, "degraded", False)),
         },
         "drift": drift,
         "budget_split": dict(t.split),

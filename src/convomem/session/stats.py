@@ -57,7 +57,9 @@ class MemoryStats:
     facts: Mapping[str, Any] | None = None
     """The user's long-term facts: ``count`` (current values), ``tokens`` (rendered in the
     last context), ``reserve``, ``extracted`` (messages read), ``version``, ``unsaved``,
-    ``saves``, ``conflicts`` (saves that lost to another session and merged); None: off."""
+    ``saves``, ``conflicts`` (saves that lost to another session and merged),
+    ``degraded`` (the extractor's model failed on its last batch: the offline extractor's
+    facts stand in, ``LLMExtractor``); None: off."""
     drift: Mapping[str, Any] | None = None
     """The drift detector: ``score``, ``action``, ``suggestion`` of the last user message,
     ``checks``, ``drifts``, ``segments_started``, ``widened``; None: off."""
