@@ -18,7 +18,16 @@ from ..errors import MessageConflict
 from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
 from ..model import Message
 from ..packing import Packer
-from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
+from .deps import (
+    ApiKey,
+    Services,
+    get_services,
+    index_appended,
+    require_key,
+    session_info,
+    settle,
+    use_memory,
+)
 from .idempotency import body_digest
 from .models import Appended, AppendRequest, AppendResponse, ContextResponse, MessagePage
 from .problems import Problem
@@ -157,7 +166,7 @@ async def append_messages(
         try:
             for m in messages:
                 added.append(await memory.aadd_message(m))
-            await memory.wait()  # what left the view indexed, the user's facts saved: now
+            await settle(svc, memory)  # what left the view indexed, the user's facts saved
         except MessageConflict as exc:
             if idempotency_key is not None and exc.message_id.startswith("idem-"):
                 raise _reused(idempotency_key) from None
@@ -167,9 +176,7 @@ async def append_messages(
             svc.metrics.add("compactions", st.compactions - before.compactions)
             svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
         last: int = memory._last  # the newest seq this memory wrote or saw
-    if svc.recall is not None and info.user_id is not None and added:
-        # Each message once (the index skips ids it holds): O(new messages) per request.
-        await svc.recall.add(added, user_id=info.user_id, session_id=session_id, tenant=key.tenant)
+    await index_appended(svc, key, info, added)  # a recall failure fails nothing
     answer = AppendResponse(
         session_id=session_id,
         last_seq=last,

@@ -148,5 +148,6 @@ async def erase_user(user_id: str, key: Key, svc: Svc, response: Response) -> Er
         items = await svc.recall.erase_user(user_id, tenant=key.tenant)
     if svc.memories is not None:
         svc.memories.evict(key.tenant, user_id=user_id)
+    svc.backlog.forget(key.tenant, user_id=user_id)  # not indexed again after the erasure
     sessions = await svc.db.erase_user(user_id, tenant=key.tenant)
     return Erased(user_id=user_id, sessions=sessions, items=items)
