@@ -58,9 +58,14 @@ def service(
 
 
 def converse(client: TestClient, h: dict[str, str], sid: str, user: str = "ana") -> None:
-    assert client.post("/v1/sessions", json={"id": sid, "user_id": user}, headers=h).status_code == 201
+    assert (
+        client.post("/v1/sessions", json={"id": sid, "user_id": user}, headers=h).status_code == 201
+    )
     for text in TURNS:
-        turn = [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted: " + text}]
+        turn = [
+            {"role": "user", "content": text},
+            {"role": "assistant", "content": "Noted: " + text},
+        ]
         r = client.post(f"/v1/sessions/{sid}/messages", json={"messages": turn}, headers=h)
         assert r.status_code == 201, r.text
 
@@ -124,12 +129,17 @@ def test_messages_the_embedder_could_not_index_are_indexed_once_it_answers(
     fake: FakeOpenAI, service: Callable[..., TestClient], make_key: Key
 ) -> None:
     client, h = service(budget=4000), make_key("acme")  # no compaction: one embedding a turn
-    assert client.post("/v1/sessions", json={"id": "s1", "user_id": "ana"}, headers=h).status_code == 201
+    assert (
+        client.post("/v1/sessions", json={"id": "s1", "user_id": "ana"}, headers=h).status_code
+        == 201
+    )
     fake.retry_after = "60"  # longer than the policy waits: one request, no retry
     fake.fail("embeddings", "429", times=2)
     for text in TURNS[3:5]:
         r = client.post(
-            "/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": text}]}, headers=h
+            "/v1/sessions/s1/messages",
+            json={"messages": [{"role": "user", "content": text}]},
+            headers=h,
         )
         assert r.status_code == 201
     assert "convomem_recall_ingest_failures_total 2" in client.get("/metrics").text
@@ -157,11 +167,17 @@ def test_waiting_messages_of_an_erased_session_or_user_are_never_indexed(
     fake.retry_after = "60"
     fake.fail("embeddings", "429", times=1)
     secret = [{"role": "user", "content": "my locker code at the gym is 5512"}]
-    assert client.post("/v1/sessions/s1/messages", json={"messages": secret}, headers=h).status_code == 201
+    assert (
+        client.post("/v1/sessions/s1/messages", json={"messages": secret}, headers=h).status_code
+        == 201
+    )
     gone = client.delete("/v1/sessions/s1" if erase == "session" else "/v1/users/ana", headers=h)
     assert gone.status_code in (200, 204)
     bob = [{"role": "user", "content": "my locker is number 7"}]
-    assert client.post("/v1/sessions/s2/messages", json={"messages": bob}, headers=h).status_code == 201
+    assert (
+        client.post("/v1/sessions/s2/messages", json={"messages": bob}, headers=h).status_code
+        == 201
+    )
     again = client.post("/v1/sessions", json={"id": "s3", "user_id": "ana"}, headers=h)
     assert again.status_code == 201
     assert search(client, h, "ana", "locker code gym 5512").json()["hits"] == []
