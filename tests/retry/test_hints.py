@@ -108,6 +108,19 @@ def test_hinted_policy_retries_transient_errors_only() -> None:
     assert not attempts.failed(hinted(None)).retry  # the third attempt was the last
 
 
+def test_max_delay_ends_the_retries_once_that_long_has_gone() -> None:
+    now = [0.0]
+    policy = hinted_policy(attempts=5, max_delay=10.0)
+    policy = RetryPolicy(
+        stop=policy.stop, wait=policy.wait, retry=policy.retry, clock=lambda: now[0]
+    )
+    attempts = policy.attempts()
+    now[0] = 9.9
+    assert attempts.failed(hinted(None)).retry
+    now[0] = 10.0  # a call that timed out after the whole budget is not tried again
+    assert not attempts.failed(hinted(None)).retry
+
+
 def test_bad_parts_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="max="):
         wait_retry_after(max=-1)
@@ -115,6 +128,8 @@ def test_bad_parts_are_config_errors() -> None:
         stop_when_retry_after_exceeds(-1)
     with pytest.raises(ConfigError, match="attempts="):
         hinted_policy(attempts=0)
+    with pytest.raises(ConfigError, match="max_delay="):
+        hinted_policy(max_delay=-1)
 
 
 def test_a_refused_call_is_transient_with_the_breakers_reset_as_its_hint() -> None:

@@ -14,6 +14,7 @@ import pytest
 from _fake_openai import FakeOpenAI, start
 from convomem.errors import ConfigError, ExtractionError, SummarizerError, TransientError
 from convomem.model import Message
+from convomem.retry import RetryPolicy
 from convomem.summaries import RunningSummary
 from convomem.summaries.extractor import OfflineExtractor
 from convomem.summaries.llm import LLMSummarizer
@@ -162,9 +163,19 @@ def test_a_failing_model_gives_the_extractive_summary_marked_degraded(
     current = rs.current()
     assert current is not None and current.degraded
     assert "MODEL SUMMARY" not in current.text and "Ana" in current.text
-    # transient faults are retried by the model's own policy (3 calls), the rest are not
-    assert fake.count("chat") == (3 if FAULTS[mode] is TransientError else 1)
+    # the model's own policy: quick transient faults are retried (3 calls), a timed-out
+    # call and the rest are not
+    assert fake.count("chat") == (3 if mode in ("429", "500") else 1)
     assert rs.stats.fallbacks == 1
+
+
+def test_a_retry_policy_given_to_the_running_summary_wins(fake: FakeOpenAI) -> None:
+    fake.fail("chat", "500")
+    for options in ({"retry": RetryPolicy.no_retry()}, {"retries": 0}):
+        llm = summarizer_from("openai:m", base_url=fake.url, timeout=TIMEOUT)
+        before = fake.count("chat")
+        RunningSummary(llm, **options).fold(MESSAGES)
+        assert fake.count("chat") - before == 1
 
 
 def test_a_retry_after_is_honoured_and_a_short_outage_costs_nothing(fake: FakeOpenAI) -> None:

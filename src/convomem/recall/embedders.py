@@ -110,6 +110,7 @@ def embedder_named(
 def _openai(
     option: str, model: str, base_url: str | None, api_key: str | None, timeout: float
 ) -> Any:
+    timeout = _check.number("timeout", timeout, minimum=0.0, low_open=True)
     url = base_url if base_url is not None else os.environ.get(EMBEDDING_BASE_URL_ENV) or None
     if url is not None:
         _check.http_url("base_url" if base_url is not None else EMBEDDING_BASE_URL_ENV, url)
@@ -125,7 +126,7 @@ def _openai(
         base_url=OPENAI_URL if url is None else url,
         api_key=key,
         timeout=timeout,
-        retry=hinted_policy(),
+        retry=hinted_policy(max_delay=timeout),
         breaker=CircuitBreaker(),
     )
 

@@ -33,7 +33,7 @@ from .breaker import CircuitBreaker
 from .policy import RetryPolicy
 from .predicates import retry_if_exception_type
 from .state import RetryState
-from .stop import Stop, stop_after_attempt
+from .stop import Stop, stop_after_attempt, stop_after_delay
 from .wait import Wait, _as_wait, wait_full_jitter
 
 __all__ = [
@@ -112,15 +112,22 @@ class stop_when_retry_after_exceeds(Stop):
         return f"stop_when_retry_after_exceeds({self.seconds})"
 
 
-def hinted_policy(attempts: int = 3, max_wait: float = 5.0) -> RetryPolicy:
+def hinted_policy(
+    attempts: int = 3, max_wait: float = 5.0, max_delay: float | None = None
+) -> RetryPolicy:
     """The policy of a call to a remote model: ``TransientError`` s retried up to
     ``attempts`` calls, waiting what a ``Retry-After`` asks, or a jittered backoff
     (0.05 s doubling, at most 2 s); a server asking for more than ``max_wait`` seconds
-    ends the retries at once (the caller's fallback answers now)."""
+    ends the retries at once (the caller's fallback answers now), and so does
+    ``max_delay`` seconds gone since the first call (give the client's timeout: a call
+    that timed out is not tried again, so a hung model costs one timeout, at most two)."""
     _check.positive_int("attempts", attempts)
     _check.number("max_wait", max_wait, minimum=0.0)
+    stop = stop_after_attempt(attempts) | stop_when_retry_after_exceeds(max_wait)
+    if max_delay is not None:
+        stop = stop | stop_after_delay(_check.number("max_delay", max_delay, minimum=0.0))
     return RetryPolicy(
-        stop=stop_after_attempt(attempts) | stop_when_retry_after_exceeds(max_wait),
+        stop=stop,
         wait=wait_retry_after(wait_full_jitter(0.05, max=2.0), max=max_wait),
         retry=retry_if_exception_type(TransientError),
     )

@@ -179,16 +179,21 @@ class LLMExtractor:
     def _batches(self, messages: Sequence[Message]) -> list[Sequence[Message]]:
         return [messages[i : i + self.batch] for i in range(0, len(messages), self.batch)]
 
-    def _failed(self, batch: Sequence[Message], error: ConvomemError) -> Extractor:
+    def _failed(self, error: ConvomemError) -> Extractor:
         """The fallback a failed batch goes to (the error raised without one)."""
         if self.fallback is None:
             raise error
         self.fallbacks += 1
+        if not self.degraded:  # once an outage, not once a batch
+            log.warning(
+                "%r: %s; the fallback extractor reads messages until it answers", self, error
+            )
         self.degraded, self.last_error = True, error
-        log.warning("%r: %s; using the fallback extractor for %d messages", self, error, len(batch))
         return self.fallback
 
     def _extracted(self, facts: list[KeyedFact]) -> list[KeyedFact]:
+        if self.degraded:
+            log.info("%r answers again", self)
         self.degraded = False
         return facts
 
@@ -215,7 +220,7 @@ class LLMExtractor:
             try:
                 out.extend(self._extracted(self.retry.call(self._once, batch)))
             except ConvomemError as error:
-                out.extend(self._failed(batch, error).extract(batch))
+                out.extend(self._failed(error).extract(batch))
         return out
 
     async def aextract(self, messages: Sequence[Message]) -> list[KeyedFact]:
@@ -225,7 +230,7 @@ class LLMExtractor:
             try:
                 out.extend(self._extracted(await self.retry.acall(self._aonce, batch)))
             except ConvomemError as error:
-                fallback = self._failed(batch, error)
+                fallback = self._failed(error)
                 aextract = getattr(fallback, "aextract", None)
                 out.extend(
                     await aextract(batch) if aextract is not None else fallback.extract(batch)

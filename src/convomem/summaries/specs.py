@@ -14,7 +14,8 @@ extractor=...)``) and the service (``convomem serve --summarizer ... --extractor
 ``$CONVOMEM_LLM_API_KEY``, else ``$OPENAI_API_KEY`` (a local server needs none). The
 key is never shown (reprs, errors, logs). Each model made here is ready for a service:
 ``timeout`` seconds a call, transient failures retried by ``retry.hinted_policy()``
-(``Retry-After`` honoured up to 5 s; a longer ask ends the retries), and a
+(``Retry-After`` honoured up to 5 s; a longer ask ends the retries, and so does a call
+that timed out), and a
 ``CircuitBreaker`` (5 failures in a row: no call for 30 s), so a model that is down
 costs a conversation one fallback, not a wait: the summary is the extractive one, marked
 ``degraded``; the facts are the offline extractor's (``LLMExtractor.degraded``).
@@ -92,7 +93,7 @@ def summarizer_from(
         base_url=url,
         api_key=key,
         timeout=seconds,
-        retry=hinted_policy(),
+        retry=hinted_policy(max_delay=seconds),
         breaker=CircuitBreaker(),
     )
 
@@ -119,6 +120,6 @@ def extractor_from(
         base_url=url,
         api_key=key,
         timeout=seconds,
-        retry=hinted_policy(),
+        retry=hinted_policy(max_delay=seconds),
         breaker=CircuitBreaker(),
     )
