@@ -96,6 +96,7 @@ def test_with_the_models_answering_the_service_uses_them(
     assert acc["summary"] is not None and not acc["summary"]["degraded"]
     assert acc["facts"] is not None and not acc["facts"]["degraded"]
     assert acc["recall_status"] == "ok"
+    assert "failed" not in acc["why"]["summarized"] and "offline" not in acc["why"]["facts"]
     assert facts(client, h, "ana")["codeword"] == "falcon"  # only the model reads codewords
     found = search(client, h, "ana", "locker code at the gym")
     assert found.status_code == 200 and "5512" in found.json()["hits"][0]["text"]
@@ -117,6 +118,8 @@ def test_with_every_model_failing_appends_succeed_and_the_fallbacks_are_recorded
     assert "MODEL SUMMARY" not in acc["summary"]["text"]
     assert acc["facts"]["degraded"] and acc["recall_status"] == "failed"
     assert "failed" in acc["why"]["recalled"]
+    assert "summarizer failed" in acc["why"]["summarized"]
+    assert "offline rules" in acc["why"]["facts"]
     known = facts(client, h, "ana")
     assert known["name"] == "Ana" and "codeword" not in known  # the offline extractor's
     metrics = client.get("/metrics").text
