@@ -11,6 +11,11 @@ uvicorn runs N processes; each builds the app from the settings passed in
 The MCP tools are served at ``/mcp`` too (``convomem.mcp.mount``: the same keys and
 tenants) when the ``mcp`` extra is installed, unless ``--no-mcp``; ``--mcp-allow-erase``
 adds the ``erase_user`` tool. Their choice travels in ``Settings.extra["mcp"]``.
+
+``--summarizer`` / ``--extractor`` / ``--embedder`` take a model spec (``openai:MODEL``
+for an OpenAI-compatible endpoint); API keys come from the environment only
+(``CONVOMEM_LLM_API_KEY``, ``CONVOMEM_EMBEDDING_API_KEY``, ``OPENAI_API_KEY``), never
+from the command line, where other users of the machine could read them.
 """
 
 from __future__ import annotations
@@ -33,8 +38,6 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def add_parser(sub: Any) -> None:
-    from ..recall.embedders import EMBEDDERS
-
     help = "run the memory service (HTTP API) on uvicorn; extra 'server'"
     p: argparse.ArgumentParser = sub.add_parser("serve", help=help, description=help)
     p.set_defaults(func=cmd_serve)
@@ -47,9 +50,48 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--embedder",
-        choices=EMBEDDERS,
+        metavar="SPEC",
         default=None,
-        help="what recall embeds with: hashing (default, no dependency), minilm, e5",
+        help="what recall embeds with: hashing (default, no dependency), minilm, e5, "
+        "openai:MODEL (an OpenAI-compatible /embeddings)",
+    )
+    p.add_argument(
+        "--summarizer",
+        metavar="SPEC",
+        default=None,
+        help="extractive (default, offline) or openai:MODEL (an OpenAI-compatible chat "
+        "model; falls back to extractive, marked degraded, when it fails)",
+    )
+    p.add_argument(
+        "--extractor",
+        metavar="SPEC",
+        default=None,
+        help="what reads the user's facts: offline (default) or openai:MODEL (falls back "
+        "to offline when it fails)",
+    )
+    p.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        default=None,
+        help="base URL of the openai:MODEL summarizer and extractor (default: "
+        "$CONVOMEM_LLM_BASE_URL, else api.openai.com); key: $CONVOMEM_LLM_API_KEY or "
+        "$OPENAI_API_KEY",
+    )
+    p.add_argument(
+        "--embedding-base-url",
+        metavar="URL",
+        default=None,
+        help="base URL of the openai:MODEL embedder (default: $CONVOMEM_EMBEDDING_BASE_URL, "
+        "else api.openai.com); key: $CONVOMEM_EMBEDDING_API_KEY or $OPENAI_API_KEY",
+    )
+    p.add_argument(
+        "--llm-timeout", type=float, default=None, help="seconds a chat model call may take"
+    )
+    p.add_argument(
+        "--embedding-timeout",
+        type=float,
+        default=None,
+        help="seconds an embeddings request may take",
     )
     p.add_argument(
         "--redis",
@@ -86,6 +128,12 @@ def settings_of(args: argparse.Namespace) -> Any:
         "store": store_url(args),
         "recall": args.recall,
         "embedder": args.embedder,
+        "summarizer": args.summarizer,
+        "extractor": args.extractor,
+        "llm_base_url": args.llm_base_url,
+        "embedding_base_url": args.embedding_base_url,
+        "llm_timeout": args.llm_timeout,
+        "embedding_timeout": args.embedding_timeout,
         "redis_url": args.redis,
         "budget": args.budget,
         "rate_per_second": args.rate,

@@ -60,7 +60,7 @@ from ._setup import (
     check_save,
     erase_op,
 )
-from .embedders import EmbedderLike
+from .embedders import EmbedderLike, embedder_named
 from .fusion import RRF_K
 
 __all__ = ["Hit", "RecallIndex"]
@@ -92,7 +92,9 @@ class RecallIndex:
 
     ``db_or_url`` is a ``StoreDatabase`` from ``open_store`` (SQLite or PostgreSQL) or a
     URL (the index opens the database and closes it with ``close()``). ``embedder``
-    defaults to ``HashingEmbedder()``; ``candidates`` is how many lexical and how many
+    defaults to ``HashingEmbedder()``; a spec string names one (``embedder_named``:
+    ``"hashing"``, ``"minilm"``, ``"e5"``, ``"openai:MODEL"``);
+    ``candidates`` is how many lexical and how many
     vector candidates are fused; ``rrf_k`` the fusion constant; ``vector_weight`` the
     vector list's weight in the fusion against the lexical list's 1 (None: the
     embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
@@ -107,7 +109,7 @@ class RecallIndex:
         self,
         db_or_url: StoreDatabase | str,
         *,
-        embedder: EmbedderLike | None = None,
+        embedder: EmbedderLike | str | None = None,
         candidates: int = 50,
         rrf_k: int = RRF_K,
         cache_size: int = 100_000,
@@ -117,8 +119,9 @@ class RecallIndex:
         keys: Sequence[str] | None = None,
         rerank: bool = True,
     ) -> None:
+        named = embedder_named(embedder) if isinstance(embedder, str) else embedder
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            named, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):

@@ -34,7 +34,7 @@ from ._setup import (
     check_save,
     erase_op,
 )
-from .embedders import EmbedderLike
+from .embedders import EmbedderLike, embedder_named
 from .fusion import RRF_K
 
 __all__ = ["AsyncRecallIndex"]
@@ -70,7 +70,7 @@ class AsyncRecallIndex:
         self,
         db: AsyncStoreDatabase,
         *,
-        embedder: EmbedderLike | None = None,
+        embedder: EmbedderLike | str | None = None,
         candidates: int = 50,
         rrf_k: int = RRF_K,
         cache_size: int = 100_000,
@@ -80,8 +80,9 @@ class AsyncRecallIndex:
         keys: Sequence[str] | None = None,
         rerank: bool = True,
     ) -> None:
+        named = embedder_named(embedder) if isinstance(embedder, str) else embedder
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            named, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):

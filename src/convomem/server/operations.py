@@ -24,7 +24,9 @@ from .deps import (
     Services,
     expired,
     expires_at,
+    index_appended,
     session_info,
+    settle,
     ttl_of,
     use_memory,
 )
@@ -262,17 +264,13 @@ async def append(
         try:
             for m in messages:
                 added.append(await memory.aadd_message(m))
-            await memory.wait()  # what left the view indexed, the user's facts saved: now
+            await settle(svc, memory)  # what left the view indexed, the user's facts saved
         finally:
             st = memory.stats()
             svc.metrics.add("compactions", st.compactions - before.compactions)
             svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
         last: int = memory.last_seq  # the newest seq this memory wrote or saw
-    if svc.recall is not None and info.user_id is not None and added:
-        # Each message once (the index skips ids it holds): O(new messages) per request.
-        await svc.recall.add(
-            added, user_id=info.user_id, session_id=info.session_id, tenant=key.tenant
-        )
+    await index_appended(svc, key, info, added)  # a recall failure fails nothing
     return added, last
 
 
@@ -378,5 +376,6 @@ async def erase_user(svc: Services, key: ApiKey, user_id: str) -> Erased:
         items = await svc.recall.erase_user(user_id, tenant=key.tenant)
     if svc.memories is not None:
         svc.memories.evict(key.tenant, user_id=user_id)
+    svc.backlog.forget(key.tenant, user_id=user_id)  # not indexed again after the erasure
     sessions = await svc.db.erase_user(user_id, tenant=key.tenant)
     return Erased(user_id=user_id, sessions=sessions, items=items)

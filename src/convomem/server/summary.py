@@ -78,6 +78,10 @@ def accounting(
         why["recalled"] = f"recall answered {status} ({rec.get('error')}); sent without it"
     if st.facts is not None:
         why["facts"] = "the user's current long-term facts, from every session, best first"
+        if st.facts.get("degraded"):
+            why["facts"] += "; the extractor's model is failing: the offline rules read them"
+    if st.degraded:
+        why["summarized"] += "; the summarizer failed (its fallback's summary stands in)"
     return Accounting(
         budget=memory.budget if budget is None else min(budget, memory.budget),
         tokens=(st.budget_split or {}).get("total", st.context_tokens)

@@ -42,6 +42,7 @@ from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
 from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
 from ..summaries.extractor import Extractor
+from ..summaries.specs import extractor_from, summarizer_from
 from ..tokens import Tokenizer, get_tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
 from ._ops import Format
@@ -79,7 +80,8 @@ class ConversationMemory:
       sync store is called directly from the async methods.
     - ``summarizer``: a summarizer callable (sync or async; default
       ``ExtractiveSummarizer``), or a configured ``RunningSummary`` (then ``fallback``,
-      ``facts`` and ``summary_tokens`` come from it and must not be given). A
+      ``facts`` and ``summary_tokens`` come from it and must not be given), or a spec:
+      ``"extractive"`` or ``"openai:MODEL"`` (``summaries.specs.summarizer_from``). A
       ``RunningSummary`` (like a ``DriftDetector``) holds one conversation: giving one to
       a second memory raises ``ConfigError``.
       ``fallback``: used when the summarizer fails (default extractive; False: none).
@@ -107,7 +109,8 @@ class ConversationMemory:
       ``recall_k`` best snippets for its query. The user's long-term facts are read from
       and saved to the index's facts table (``recall.facts(user_id)``: current values,
       and ``history(attr)`` for "what was my old address?").
-    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``);
+    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``), or
+      a spec: ``"offline"`` or ``"openai:MODEL"`` (``summaries.specs.extractor_from``);
       alone, without ``recall``, the facts are kept by this memory only.
     - ``drift``: a ``DriftDetector`` checking each user message; ``new_segment`` starts
       a summary segment there, ``widen_recall`` doubles ``recall_k`` for the next
@@ -134,7 +137,7 @@ class ConversationMemory:
         max_tokens: int | None = None,
         tokenizer: str | Tokenizer | Callable[[str], int] = "approx",
         store: Store | AsyncStore | None = None,
-        summarizer: SummarizerLike | RunningSummary | None = None,
+        summarizer: SummarizerLike | RunningSummary | str | None = None,
         fallback: SummarizerLike | Literal[False] | None = None,
         summary: bool = True,
         pin: Iterable[PinSpec] | PinSpec | None = ("system",),
@@ -148,7 +151,7 @@ class ConversationMemory:
         background: bool = False,
         recall: RecallIndex | AsyncRecallIndex | GuardedRecall | AsyncGuardedRecall | None = None,
         recall_k: int = RECALL_K,
-        extractor: Extractor | None = None,
+        extractor: Extractor | str | None = None,
         drift: DriftDetector | None = None,
         shares: ContextBudget | None = None,
     ) -> None:
@@ -175,8 +178,16 @@ class ConversationMemory:
         if scorer is not None:
             _check.function("scorer", scorer, "message -> 0, 1 or 2")
         pins = PinPolicy(pin)
+        if isinstance(summarizer, str):
+            summarizer = summarizer_from(summarizer)
+        if isinstance(extractor, str):
+            extractor = extractor_from(extractor)
         tok = get_tokenizer(tokenizer)
         pins = PinPolicy(pin)
+        if isinstance(summarizer, str):
+            summarizer = summarizer_from(summarizer)
+        if isinstance(extractor, str):
+            extractor = extractor_from(extractor)
         tok = get_tokenizer(tokenizer)
         self._store: Store | AsyncStore = InMemoryStore() if store is None else store
         self._async = check_store(self._store)

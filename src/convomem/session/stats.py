@@ -58,7 +58,9 @@ class MemoryStats:
     facts: Mapping[str, Any] | None = None
     """The user's long-term facts: ``count`` (current values), ``tokens`` (rendered in the
     last context), ``reserve``, ``extracted`` (messages read), ``version``, ``unsaved``,
-    ``saves``, ``conflicts`` (saves that lost to another session and merged); None: off."""
+    ``saves``, ``conflicts`` (saves that lost to another session and merged),
+    ``degraded`` (the extractor's model failed on its last batch: the offline extractor's
+    facts stand in, ``LLMExtractor``); None: off."""
     drift: Mapping[str, Any] | None = None
     """The drift detector: ``score``, ``action``, ``suggestion`` of the last user message,
     ``checks``, ``drifts``, ``segments_started``, ``widened``; None: off."""
@@ -131,6 +133,7 @@ def tier_stats(t: Tiers | None, emergencies: int) -> dict[str, Any]:
             "unsaved": len(t.pending),
             "saves": t.saves,
             "conflicts": t.conflicts,
+            "degraded": bool(getattr(t.extractor, "degraded", False)),
         },
         "drift": drift,
         "budget_split": dict(t.split),
