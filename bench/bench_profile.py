@@ -26,7 +26,7 @@ default the point this branch left ``main``) in the same run:
    4,000 tokens.
 
     PYTHONPATH=src .venv/bin/python bench/bench_profile.py              # ~2 minutes
-    PYTHONPATH=src .venv/bin/python bench/bench_profile.py --misses     # list misses
+    PYTHONPATH=src .venv/bin/python bench/bench_profile.py --misses     # dev, LoCoMo misses
     PYTHONPATH=src .venv/bin/python bench/bench_profile.py --baseline none
 """
 
@@ -85,7 +85,7 @@ def generated(set_name: str, users: int, exchanges: int, misses: list[str]) -> d
             by_style[f["style"]][0] += ok
             by_style[f["style"]][1] += 1
             if not ok:
-                misses.append(f"{set_name} {u['user_id']} {f['style']}: {f['text']!r}")
+                misses.append(f"{set_name}: {u['user_id']} {f['style']}: {f['text']!r}")
     chance = [0, 0]
     for i, lines in enumerate(contexts):
         other = all_facts[(i + 1) % len(all_facts)]
@@ -208,7 +208,10 @@ def main() -> None:
     p.add_argument("--users", type=int, default=6, help="generated users per set")
     p.add_argument("--exchanges", type=int, default=400)
     p.add_argument("--baseline", default="base:main", help="git ref, base:REF, or none")
-    p.add_argument("--misses", action="store_true", help="list what this checkout misses")
+    p.add_argument("--misses", action="store_true", help="list dev and LoCoMo misses")
+    p.add_argument(
+        "--heldout-misses", action="store_true", help="list held-out misses too (not for tuning)"
+    )
     p.add_argument("--json", action="store_true", help="print this checkout's JSON only")
     a = p.parse_args()
     if a.json:
@@ -219,11 +222,12 @@ def main() -> None:
         commit, src = _baseline.checkout(a.baseline)
         args = ["--json", "--users", str(a.users), "--exchanges", str(a.exchanges)]
         cols.append((f"baseline {commit[:9]}", _baseline.run(Path(__file__), args, src)))
-    mine = measure(a.users, a.exchanges, a.misses)
+    mine = measure(a.users, a.exchanges, a.misses or a.heldout_misses)
     cols.append(("this checkout", mine))
     report(cols)
     for m in mine.get("misses", []):
-        print(f"  miss: {m}")
+        if a.heldout_misses or not m.startswith("heldout:"):
+            print(f"  miss: {m}")
     sys.stdout.flush()
 
 

@@ -51,13 +51,13 @@ def test_every_development_set_expectation_is_extracted_exactly():
         ("I follow a vegan diet and I keep it simple.", {("diet", "vegan")}),
         ("I'm on a gluten-free diet.", {("diet", "gluten-free")}),
         ("I left Initech and started at Vandelay Imports on Monday.",
-         {("employer", "Vandelay Imports")}),
+         {("employer", "Vandelay Imports"), ("started at vandelay imports", "2026-03-02")}),
         ("I quit Globex to join Hooli.", {("employer", "Hooli")}),
         ("I started working at Northwind last week.", {("employer", "Northwind")}),
         ("I'm employed by Acme Corp.", {("employer", "Acme Corp")}),
         # not a diet, not an employer
         ("I eat vegetables a lot.", set()),
-        ("I left Austin and moved to Lyon.", set()),
+        ("I left Austin and moved to Lyon.", {("city", "Lyon")}),
         ("I started at nine and left at noon.", set()),
     ],
 )  # fmt: skip

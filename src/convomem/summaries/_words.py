@@ -98,6 +98,7 @@ _UNIT_DAYS: Final = {
     "woche": 7, "wochen": 7,
 }  # fmt: skip
 _IN = re.compile(r"(?:in|en|dans|within)\s+(\S+(?:[- ]\S+)?)\s+(\w+)")
+_AGO = re.compile(r"(\S+(?:[- ]\S+)?)\s+(\w+)\s+ago|(?:hace|il\s+y\s+a|vor)\s+(\S+)\s+(\w+)")
 _NEXT_DAY = re.compile(
     r"(?:(next|this|coming|on|el próximo|el|le|prochain|am|nächsten)\s+)?(\w+)(?:\s+prochain)?"
 )
@@ -108,6 +109,8 @@ RELATIVE_DATE: Final = (
     r"|today|tonight|tomorrow|yesterday|next\s+week|pasado\s+mañana|mañana|hoy|ayer"
     r"|après-demain|demain|aujourd'hui|übermorgen|morgen|heute"
     r"|(?:in|en|dans)\s+\S+\s+(?:days?|weeks?|días?|semanas?|jours?|semaines?|tagen|wochen)"
+    r"|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+(?:days?|weeks?)\s+ago"
+    r"|(?:hace|il\s+y\s+a|vor)\s+\S+\s+(?:días?|semanas?|jours?|semaines?|tagen|wochen)"
     r"|(?:(?:next|this|coming|on|last|el\s+próximo|am|nächsten)\s+)?"
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|lunes|martes|miércoles"
     r"|jueves|viernes|sábado|domingo|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche"
@@ -121,7 +124,8 @@ def resolve_date(text: str, when: float | None) -> str | None:
     None when ``when`` is unknown or ``text`` is not a relative date.
 
     "next Friday" and "on Friday" are the first Friday after the day it was said; "last
-    Monday" the latest one before it; "in three days" adds days (weeks: 7).
+    Monday" the latest one before it; "in three days" adds days (weeks: 7), "two weeks
+    ago" takes them away.
     """
     if when is None:
         return None
@@ -134,6 +138,13 @@ def resolve_date(text: str, when: float | None) -> str | None:
         n, unit = number_value(m.group(1)), _UNIT_DAYS.get(m.group(2))
         if n is not None and unit is not None:
             return (day + dt.timedelta(days=n * unit)).isoformat()
+        return None
+    m = _AGO.fullmatch(t)
+    if m:
+        n = number_value(m.group(1) or m.group(3))
+        unit = _UNIT_DAYS.get(m.group(2) or m.group(4))
+        if n is not None and unit is not None:
+            return (day - dt.timedelta(days=n * unit)).isoformat()
         return None
     m = _LAST_DAY.fullmatch(t)
     if m and m.group(1) in _WEEKDAYS:
