@@ -51,7 +51,7 @@ def test_every_development_set_expectation_is_extracted_exactly():
         ("I follow a vegan diet and I keep it simple.", {("diet", "vegan")}),
         ("I'm on a gluten-free diet.", {("diet", "gluten-free")}),
         ("I left Initech and started at Vandelay Imports on Monday.",
-         {("employer", "Vandelay Imports"), ("started at vandelay imports", "2026-03-02")}),
+         {("employer", "Vandelay Imports")}),
         ("I quit Globex to join Hooli.", {("employer", "Hooli")}),
         ("I started working at Northwind last week.", {("employer", "Northwind")}),
         ("I'm employed by Acme Corp.", {("employer", "Acme Corp")}),

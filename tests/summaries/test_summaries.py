@@ -300,10 +300,17 @@ def test_extractive_folds_the_previous_summary_in() -> None:
     assert ExtractiveSummarizer()([Message("x", "user", content="   ")], None) == ""
 
 
-def test_extractive_clips_a_huge_sentence_instead_of_dropping_it() -> None:
+def test_extractive_keeps_a_huge_sentence_whole_or_leaves_it_out() -> None:
+    """Never cut: a sentence over half the budget is read as its clauses, and a clause
+    that cannot fit is left out whole."""
     big = " ".join(f"word{i}" for i in range(500))
-    out = ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=big)])
-    assert out and APPROX.count(out) <= 30 and out.endswith(summaries_mod.TRUNCATION_MARKER)
+    assert ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=big)]) == ""
+    long = "Refund R-4417-1 of $14.95 is approved, " + ", ".join(
+        f"and item {i} was checked" for i in range(30)
+    )
+    out = ExtractiveSummarizer(max_tokens=40)([Message("a", "assistant", content=long)])
+    assert "Refund R-4417-1 of $14.95 is approved" in out
+    assert summaries_mod.TRUNCATION_MARKER not in out and APPROX.count(out) <= 40
 
 
 @settings(max_examples=60, deadline=None)

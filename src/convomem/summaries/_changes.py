@@ -23,7 +23,7 @@ END: Final = (
     # where a value ends: a conjunction, a new first-person clause, punctuation
     r"(?=\s+(?:over|than|because|but|since|when|if|instead|pero|porque|mais|parce|aber|weil)\b"
     r"|\s+(?i:and|y|et|und)\s+(?i:i|we|my|yo|mi|je|j['’]|mon|ich|mein)(?![\w])"
-    r"|\s*[,.;!?\n]|\s*$)"
+    r"|\s*[,.;!?\n]|\s+[-–—]\s|\s*$)"
 )
 _VALUE_CUT = re.compile(
     r",?\s+(?i:and|but|y|pero|et|mais|und|aber|so)\s+(?i:i|we|my|yo|je|j['’]|ich|mi|mon)\b"

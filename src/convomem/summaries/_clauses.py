@@ -26,7 +26,8 @@ _SUBJECT: Final = (
 _VERB: Final = (
     r"(?:live|lives|work|works|am|have|has|love|like|hate|enjoy|prefer|moved|own|use|eat"
     r"|drink|ride|need|want|started|joined|left|quit|speak|play|study|go|do|don['’]t"
-    r"|can['’]t|never|also|just|recently|now|still|always|usually)"
+    r"|can['’]t|never|also|just|recently|now|still|always|usually|had|went|got|made|took|saw"
+    r"|met|ate|flew|ran|bought|found|won|spent|[a-z]{3,}ed)"
 )
 _CONJ: Final = (
     r"(?:and|but|so|because|since|as|while|though|although|which|who|when|whereas|y|pero"

@@ -110,7 +110,10 @@ _STATE_START: Final = _set(
     "tired sore sick late early broken full empty closed open sure ready done bad better worse "
     "same different similar like about around almost probably maybe actually currently that "
     "this what how why one the your his her their our my it its on in at to for from by into "
-    "onto near next under with without"
+    "onto near next under with without important key awesome amazing great nice cool "
+    "beautiful wonderful hard tough easy crucial essential everything huge big small "
+    "special perfect fun interesting exciting incredible fantastic terrible awful lovely "
+    "cute adorable sweet happy sad proud lucky blessed grateful thankful"
 )
 _VALUE_TAIL = re.compile(
     r"\s+(?i:in\s+case|if|so\s+that|so|because|since|which|who|when|but|though|although"
@@ -124,6 +127,8 @@ _PREF_POS = re.compile(
     r"(?i:\bi\s+(?:really\s+|also\s+|just\s+|absolutely\s+|do\s+|still\s+|totally\s+"
     r"|truly\s+|actually\s+){0,3}(?:like|love|enjoy|adore|prefer)"
     rf"|\b{_IM}\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of"
+    rf"|\b{_IM}\s+(?:really\s+|so\s+|very\s+)?(?:passionate\s+about|interested\s+in)"
+    rf"|\b{_IM}\s+(?:now\s+|currently\s+|also\s+)?(?P<learn>learning)(?:\s+how)?(?:\s+to)?"
     r"|(?<!\bno\s)\bme\s+(?:gusta|gustan|encanta|encantan)|\bj['’](?:aime|adore)"
     r"|\bich\s+(?:mag|liebe)(?!\s+kein))"
     rf"\s+{_OBJ}"
@@ -247,7 +252,7 @@ def user_facts(text: str, when: float | None) -> list[tuple[str, str]]:
         if any(c.isdigit() for c in s):
             out.extend(profile.address(s))
         for c in clauses(s):
-            out.extend(_clause_facts(c, when, lower))
+            out.extend(_clause(c, when, lower))
     return out
 
 
@@ -260,7 +265,8 @@ _GATES: Final[dict[str, tuple[str, ...]]] = {
     "city": ("live", "moved", "reloc", "resid", "based", "living", "located", "vivo", "mud",
              "habite", "vis ", "wohne", "lebe", "nach"),
     "allergy": ("allerg", "alérg"),
-    "pref": ("like", "love", "enjoy", "ador", "prefer", "fan ", "gust", "encant", "aime",
+    "pref": ("like", "love", "enjoy", "ador", "prefer", "fan ", "gust", "encant", "aime", "learn",
+             "passion", "interest",
              "mag", "lieb", "hate", "dislike", "detest", "loath", "stand", "odio", "détest",
              "hasse", "eat", "drink"),
     "diet": ("veg", "pesc", "lactose", "gluten", "celiac", "coeliac", "diabet", "kosher",
@@ -307,7 +313,13 @@ def _clause_facts(c: str, when: float | None, lower: bool) -> Iterator[tuple[str
     if _gate(low, "my"):
         yield from _my(c, when)
     yield from change_attribute(c)
-    yield from profile.event(c, when)
+
+
+def _clause(c: str, when: float | None, lower: bool) -> list[tuple[str, str]]:
+    """A clause's facts; an event on a relative date only when nothing else was read
+    ("I moved to Porto last month" is the city, not an event)."""
+    out = list(_clause_facts(c, when, lower))
+    return out or list(profile.event(c, when))
 
 
 def _identity(s: str, low: str, lower: bool) -> Iterator[tuple[str, str]]:
@@ -346,7 +358,9 @@ def _likes(s: str, low: str) -> Iterator[tuple[str, str]]:
             said = "avoids" if m.group("avoid") else "dislikes"
             yield from _object_fact("pref", m.group("o"), said)
         for m in _PREF_POS.finditer(s):
-            yield from _object_fact("pref", m.group("o"), "likes")
+            yield from _object_fact(
+                "pref", m.group("o"), "learning" if m.group("learn") else "likes"
+            )
     if _gate(low, "diet"):
         for m in _DIET.finditer(s):
             yield "diet", m.group("v").casefold()

@@ -81,6 +81,7 @@ _NAME_IS_MY = re.compile(rf"(?P<n>{NAME}),?\s+(?i:is\s+my|my)\s+(?P<r>(?i:{_REL}
 
 def _person(rel: str, name: str, desc: str = "") -> Iterator[tuple[str, str]]:
     rel = " ".join(rel.casefold().split())
+    name = re.sub(r"['’]s$", "", name)  # "my daughter Sara's birthday": Sara
     first = name.split()[0].rstrip(".")
     if first in _NOT_NAMES or name in _NOT_NAMES:
         return
@@ -252,7 +253,10 @@ def address(sentence: str) -> Iterator[tuple[str, str]]:
 # -- events on relative dates --------------------------------------------------------------------
 
 _DATE = re.compile(rf"(?i:\s*,?\s*\b(?P<d>{RELATIVE_DATE}))\b")
-_OTHERS = re.compile(rf"(?i:^(?:my|our)\s+(?:{_REL})\b(?!['’]s))")
+_OTHERS = re.compile(
+    r"(?i:^(?:my|our)\s+(?:(?:team\s+)?(?:lead|leader)|parents|family|folks|siblings|team|in-laws"
+    rf"|{_REL})s?\b(?!['’]s))"
+)
 _FIRST = re.compile(
     r"(?i:^(?:(?:so|and|but|well|also|actually|oh),?\s+)?(?:i|we|my|our|it['’]s\s+my|it\s+is\s+my"
     r"|i['’]m|i['’]ve|we['’]re|we['’]ve)\b|^(?:the|a|an|my|our)\s+\w+\s+(?:is\s+|are\s+)?"
@@ -266,7 +270,8 @@ _BARE_DAY = re.compile(r"(?:on\s+)?((?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 _FUTURE = re.compile(r"tomorrow|next|in\s|coming|the\s+day\s+after|day\s+after")
 _STRIP_HEAD = re.compile(
     r"(?i:^(?:(?:so|and|but|well|also|actually|oh),?\s+)?(?:(?:i|we)\s+(?:have|had|got)\s+"
-    r"(?:a|an|my|our)\s+|it['’]s\s+my\s+|it\s+is\s+my\s+|(?:i|we)\s+|(?:my|our|the)\s+|(?:a|an)\s+))"
+    r"(?:a|an|my|our)\s+|it['’]s\s+my\s+|it\s+is\s+my\s+|(?:i|we)['’](?:m|re|ve)\s+"
+    r"|(?:i|we)\s+|(?:my|our|the)\s+|(?:a|an)\s+))"
 )
 
 
@@ -275,11 +280,14 @@ def event(clause: str, when: float | None) -> Iterator[tuple[str, str]]:
     Kyoto in two days", "I sprained my ankle three weeks ago", "the electrician is
     coming tomorrow"). Only first-person clauses, or a visitor coming; only dates the
     message's time resolves."""
-    if when is None or _FIRST.search(clause) is None or _OTHERS.search(clause):
-        return  # someone else's plans ("our manager is on leave until Friday") are theirs
+    if when is None:
+        return
     m = _DATE.search(clause)
     if m is None:
         return
+    rest = (clause[: m.start()] + " " + clause[m.end() :]).strip(" ,.!?")
+    if _FIRST.search(rest) is None or _OTHERS.search(rest):
+        return  # someone else's plans ("our manager is on leave until Friday") are theirs
     phrase = " ".join(m.group("d").casefold().split())
     if _PAST.search(clause[: m.start()]) is not None:
         bare = _BARE_DAY.fullmatch(phrase)
@@ -290,9 +298,8 @@ def event(clause: str, when: float | None) -> Iterator[tuple[str, str]]:
     date = resolve_date(phrase, when)
     if date is None:
         return
-    what = (clause[: m.start()] + " " + clause[m.end() :]).strip(" ,.!?")
-    what = _STRIP_HEAD.sub("", what, count=1)
+    what = _STRIP_HEAD.sub("", rest, count=1)
     what = re.sub(r"(?i:\s+(?:is|are|was|will\s+be|'s|’s))$", "", what).strip(" ,.")
     words = what.split()
-    if 1 <= len(words) <= 6:
+    if 1 <= len(words) <= 8:
         yield " ".join(words), date

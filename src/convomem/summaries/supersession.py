@@ -61,7 +61,7 @@ _WEIGHT: Final = {
     "city": 8, "job": 8, "employer": 8, "age": 7,
 }  # fmt: skip
 _PREFIX_WEIGHT: Final = {"contact": 10, "allergy": 10, "health": 10, "pref": 5}
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(r"^(?:(?:week|weekend) of )?\d{4}-\d{2}(?:-\d{2})?$")
 
 
 _MONEY = re.compile(r"^\s*(?:[$€£¥]|(?:USD|EUR|GBP)\s?)?-?[\d.,]+\s*(?:[$€£¥%]|USD|EUR|GBP)?\s*$")

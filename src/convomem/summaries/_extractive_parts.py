@@ -1,0 +1,121 @@
+"""Parts of the extractive summarizer that keep the point whole.
+
+- ``display(text, tool)``: a tool result that is JSON reads as its fields ("forecast:
+  light rain; high c: 32"), so a value is never cut inside a brace.
+- ``pieces(sentence, cap, count)``: a sentence longer than ``cap`` tokens as its clauses
+  (``_clauses``, then after ``;`` and ``,``), packed back together up to ``cap``; a clause
+  longer than ``cap`` is dropped whole, never cut: a summary holds a value entirely or
+  not at all.
+- ``chatter(words)``: whether a sentence's words are only greetings, thanks and praise
+  ("Hey John, long time no talk!", "Way to go, Maria!").
+- ``headline(...)``: the one line a segment starts with, saying what it covers
+  ("Covers: order 4417: refund R-4417-1 of $14.95 approved"): the segment's most
+  mentioned reference, then the first clause of its chosen sentence that records a
+  decision (approved, shipped, booked...) without its auxiliaries; none without one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from ._clauses import clauses
+from ._tool_rules import tool_facts
+
+HEADLINE: Final = "Covers: "
+"""The prefix of a segment's first line; a merge makes a new one and drops the old."""
+
+_CLAUSE = re.compile(r"(?<=[;,])\s+")
+_DECISION = re.compile(
+    r"(?i:\b(?:approved|refunded|refund(?:ed)?\s+issued|shipped|cancel(?:l)?ed|closed|opened"
+    r"|booked|confirmed|delivered|paid|agreed|decided|scheduled|resolved|replaced|issued"
+    r"|returned|declined|rejected|accepted|changed|fixed|signed|renewed|upgraded|ordered"
+    r"|completed|arrived|escalated|reopened|rescheduled|credited|charged)\b)"
+)
+_AUX = re.compile(
+    r"(?i:\s+(?:is|are|was|were|has\s+been|have\s+been|had\s+been|will\s+be|got|been)\b)"
+)
+_HEAD_CLAUSE = re.compile(r",\s+|;\s+|\s+(?:and|but|so|which)\s+")
+
+
+def display(text: str, tool: bool) -> str:
+    """``text``, or a tool result's JSON as ``field: value`` pairs."""
+    stripped = text.strip()
+    if not tool or stripped[:1] not in "{[":
+        return text
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return text
+    fields = tool_facts(stripped)
+    return "; ".join(f"{k}: {v}" for k, v in fields) + "." if fields else text
+
+
+def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[str]:
+    """``sentence`` itself when it fits ``cap``, else its clauses (a new subject after a
+    conjunction, or after ``;`` and ``,``) packed up to ``cap`` (each piece whole; a
+    clause over ``cap`` is left out)."""
+    if count(sentence) <= cap:
+        return [sentence]
+    out: list[str] = []
+    current = ""
+    parts = [p for c in clauses(sentence) for p in _CLAUSE.split(c)]
+    for clause in parts:
+        if count(clause) > cap:
+            if current:
+                out.append(current)
+            current = ""
+            continue
+        joined = f"{current} {clause}" if current else clause
+        if count(joined) <= cap:
+            current = joined
+        else:
+            out.append(current)
+            current = clause
+    if current:
+        out.append(current)
+    return out
+
+
+_CHATTER: Final = frozenset(
+    ["hey", "hi", "hello", "wow", "way", "go", "going", "thanks", "thank", "glad", "great", "awesome", "sounds", "sound", "nice", "cool", "amazing", "sorry", "hear", "heard", "long", "time", "talk", "talking", "chat", "chatting", "good", "luck", "take", "care", "bye", "see", "soon", "congrats", "congratulations", "yep", "yeah", "yes", "oh", "aww", "ooh", "haha", "lol", "fun", "blast", "job", "wonderful", "fantastic", "lovely", "welcome", "cheers", "hope", "doing", "well", "love", "happy", "excited", "exciting", "totally", "definitely", "absolutely", "agree", "true", "right", "bet", "same", "too", "really", "much", "lot", "keep", "guess", "wish", "best", "proud", "incredible", "super", "fab", "brilliant", "okay", "ok", "sure", "thing", "things", "stuff", "day", "days", "week", "weeks", "catch", "chatted", "last", "since", "again", "back", "life", "busy", "crazy", "wild", "tell", "news", "update", "updates", "share", "sharing", "shared", "let", "know", "wanna", "gonna", "gotta", "can't", "wait"]
+)
+
+
+def chatter(words: Iterable[str]) -> bool:
+    """Whether every word is a greeting, thanks or praise word, or a capitalized name."""
+    return all(w.casefold() in _CHATTER or w[:1].isupper() for w in words)
+
+
+def topic(values: Iterable[str]) -> str | None:
+    """The most mentioned value (case-folded), first seen among ties."""
+    counts: dict[str, tuple[int, int, str]] = {}
+    for i, v in enumerate(values):
+        key = " ".join(v.casefold().split())
+        n, first, shown = counts.get(key, (0, i, v))
+        counts[key] = (n + 1, first, shown)
+    if not counts:
+        return None
+    return max(counts.values(), key=lambda t: (t[0], -t[1]))[2]
+
+
+def decides(text: str) -> bool:
+    """Whether ``text`` records a decision (approved, shipped, booked...)."""
+    return _DECISION.search(text) is not None
+
+
+def headline(about: str | None, sentences: Iterable[str]) -> str | None:
+    """The segment's first line (module docstring), or None when there is nothing to say."""
+    decision = next((s for s in sentences if _DECISION.search(s)), None)
+    said = None
+    if decision is not None:
+        clause = next((c for c in _HEAD_CLAUSE.split(decision) if _DECISION.search(c)), decision)
+        said = _AUX.sub("", clause).strip(" .!?;:,")
+        said = said[:1].lower() + said[1:] if said[1:2].islower() else said
+    if about and said:
+        if about.casefold() in said.casefold():
+            return HEADLINE + said
+        return f"{HEADLINE}{about}: {said}"
+    return HEADLINE + said if said else None
