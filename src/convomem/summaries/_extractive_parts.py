@@ -24,6 +24,11 @@ from typing import Final
 from ._clauses import clauses
 from ._tool_rules import tool_facts
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 HEADLINE: Final = "Covers: "
 """The prefix of a segment's first line; a merge makes a new one and drops the old."""
 
@@ -79,8 +84,15 @@ def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[str]:
     return out
 
 
-_CHATTER: Final = frozenset(
-    ["hey", "hi", "hello", "wow", "way", "go", "going", "thanks", "thank", "glad", "great", "awesome", "sounds", "sound", "nice", "cool", "amazing", "sorry", "hear", "heard", "long", "time", "talk", "talking", "chat", "chatting", "good", "luck", "take", "care", "bye", "see", "soon", "congrats", "congratulations", "yep", "yeah", "yes", "oh", "aww", "ooh", "haha", "lol", "fun", "blast", "job", "wonderful", "fantastic", "lovely", "welcome", "cheers", "hope", "doing", "well", "love", "happy", "excited", "exciting", "totally", "definitely", "absolutely", "agree", "true", "right", "bet", "same", "too", "really", "much", "lot", "keep", "guess", "wish", "best", "proud", "incredible", "super", "fab", "brilliant", "okay", "ok", "sure", "thing", "things", "stuff", "day", "days", "week", "weeks", "catch", "chatted", "last", "since", "again", "back", "life", "busy", "crazy", "wild", "tell", "news", "update", "updates", "share", "sharing", "shared", "let", "know", "wanna", "gonna", "gotta", "can't", "wait"]
+_CHATTER: Final = _words(
+    "hey hi hello wow way go going thanks thank glad great awesome sounds sound nice cool "
+    "amazing sorry hear heard long time talk talking chat chatting good luck take care "
+    "bye see soon congrats congratulations yep yeah yes oh aww ooh haha lol fun blast job "
+    "wonderful fantastic lovely welcome cheers hope doing well love happy excited "
+    "exciting totally definitely absolutely agree true right bet same too really much lot "
+    "keep guess wish best proud incredible super fab brilliant okay ok sure thing things "
+    "stuff day days week weeks catch chatted last since again back life busy crazy wild "
+    "tell news update updates share sharing shared let know wanna gonna gotta can't wait"
 )
 
 

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._fact import FACTS_HEADER, KIND_VALUE, KINDS, Fact
+from ._fact import FACTS_HEADER, KIND_VALUE, KINDS, Fact, label
 
 Rank = tuple[int, int, int]
 
@@ -59,7 +59,7 @@ class Selection:
         self.stored = 0
         self.fixed = count(FACTS_HEADER + "\n")
         self.reserve = count(f"\n({max_facts} more facts omitted)")
-        self.kind_cost = {k: count(f"- {k}: ") + count("\n") for k in KINDS}
+        self.kind_cost = {k: count(label(k)) + count("\n") for k in KINDS}
         self.all_kinds: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.all_kind_cost = 0
         self.sel_kinds: dict[str, int] = dict.fromkeys(KINDS, 0)
