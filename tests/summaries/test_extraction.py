@@ -200,4 +200,3 @@ def test_the_ledger_never_trades_the_users_name_for_a_place():
         assert tok.count(text) <= budget
         assert "the user's name: Dana Okafor" in text, text
     assert FactLedger().render(5) == ""  # nothing fits: nothing, not a bare header
-

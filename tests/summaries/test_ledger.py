@@ -42,7 +42,14 @@ class Row:
     tier: int
 
     def rank(self) -> tuple[int, int, int]:
-        return (self.tier, KIND_VALUE[self.fact.kind] + min(self.mentions - 1, 2), self.seq)
+        words = ("never", "don't", "do not", "allerg", "avoid")
+        bump = 0
+        if self.fact.kind == "preference":
+            if any(w in self.fact.value.lower() for w in words):
+                bump = 2
+            elif any(c.isdigit() for c in self.fact.value):
+                bump = 1
+        return (self.tier, KIND_VALUE[self.fact.kind] + bump + min(self.mentions - 1, 2), self.seq)
 
 
 class Model:

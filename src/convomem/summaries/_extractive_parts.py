@@ -3,9 +3,9 @@
 - ``display(text, tool)``: a tool result that is JSON reads as its fields ("forecast:
   light rain; high c: 32"), so a value is never cut inside a brace.
 - ``pieces(sentence, cap, count)``: a sentence longer than ``cap`` tokens as its clauses
-  (``_clauses``, then after ``;`` and ``,``), packed back together up to ``cap``; a clause
-  longer than ``cap`` is dropped whole, never cut: a summary holds a value entirely or
-  not at all.
+  (after ``;`` and ``,``, before a conjunction), packed back together up to ``cap`` as
+  written; a clause longer than ``cap`` is dropped whole, never cut: a summary holds a
+  value entirely or not at all.
 - ``chatter(words)``: whether a sentence's words are only greetings, thanks and praise
   ("Hey John, long time no talk!", "Way to go, Maria!").
 - ``headline(...)``: the one line a segment starts with, saying what it covers
@@ -16,12 +16,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from ._clauses import clauses
 from ._tool_rules import tool_facts
 
 
@@ -32,7 +32,9 @@ def _words(text: str) -> frozenset[str]:
 HEADLINE: Final = "Covers: "
 """The prefix of a segment's first line; a merge makes a new one and drops the old."""
 
-_CLAUSE = re.compile(r"(?<=[;,])\s+")
+_CLAUSE = re.compile(
+    r"(?<=[;,])\s+|\s+(?=(?:and|but|so|because|while|which|who|although|though|whereas)\s)"
+)
 _DECISION = re.compile(
     r"(?i:\b(?:approved|refunded|refund(?:ed)?\s+issued|shipped|cancel(?:l)?ed|closed|opened"
     r"|booked|confirmed|delivered|paid|agreed|decided|scheduled|resolved|replaced|issued"
@@ -59,29 +61,30 @@ def display(text: str, tool: bool) -> str:
 
 
 def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[str]:
-    """``sentence`` itself when it fits ``cap``, else its clauses (a new subject after a
-    conjunction, or after ``;`` and ``,``) packed up to ``cap`` (each piece whole; a
-    clause over ``cap`` is left out)."""
+    """``sentence`` itself when it fits ``cap``, else its clauses (split after ``;`` and
+    ``,`` and before a conjunction) packed back together up to ``cap``, verbatim; a
+    clause over ``cap`` is left out whole."""
     if count(sentence) <= cap:
         return [sentence]
+    cuts = [0, *(m.start() for m in _CLAUSE.finditer(sentence)), len(sentence)]
+    spans = [(a, b) for a, b in itertools.pairwise(cuts) if sentence[a:b].strip()]
     out: list[str] = []
-    current = ""
-    parts = [p for c in clauses(sentence) for p in _CLAUSE.split(c)]
-    for clause in parts:
-        if count(clause) > cap:
-            if current:
-                out.append(current)
-            current = ""
+    start = end = -1
+    for a, b in spans:
+        if count(sentence[a:b].strip(" ,;")) > cap:
+            if start >= 0:
+                out.append(sentence[start:end].strip(" ,;"))
+            start = end = -1
             continue
-        joined = f"{current} {clause}" if current else clause
-        if count(joined) <= cap:
-            current = joined
-        else:
-            out.append(current)
-            current = clause
-    if current:
-        out.append(current)
-    return out
+        if start >= 0 and count(sentence[start:b].strip(" ,;")) <= cap:
+            end = b
+            continue
+        if start >= 0:
+            out.append(sentence[start:end].strip(" ,;"))
+        start, end = a, b
+    if start >= 0:
+        out.append(sentence[start:end].strip(" ,;"))
+    return [p for p in out if p]
 
 
 _CHATTER: Final = _words(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
@@ -86,6 +87,21 @@ class Fact:
     def tier(self) -> int:
         """``SOURCE_TIER`` of the source role (an unknown role counts as 1)."""
         return SOURCE_TIER.get(self.source_role, 1)
+
+
+_REFUSES = re.compile(r"(?i:\b(?:never|don['’]t|do\s+not|allerg\w*|avoid\w*|please\s+no)\b)")
+_DIGIT = re.compile(r"\d")
+
+
+def value_of(fact: Fact) -> int:
+    """``KIND_VALUE`` of the fact's kind; for a preference, two more when it refuses or
+    warns ("never call me", "I'm allergic to peanuts"), else one more when it carries a
+    number ("my address is now 1550 Larimer St"): losing those costs the most."""
+    if fact.kind != "preference":
+        return KIND_VALUE[fact.kind]
+    if _REFUSES.search(fact.value) is not None:
+        return KIND_VALUE["preference"] + 2
+    return KIND_VALUE["preference"] + (_DIGIT.search(fact.value) is not None)
 
 
 FACTS_HEADER: Final = "Key facts (verbatim):"

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._fact import FACTS_HEADER, KIND_VALUE, KINDS, Fact, label
+from ._fact import FACTS_HEADER, KINDS, Fact, label, value_of
 
 Rank = tuple[int, int, int]
 
@@ -35,9 +35,9 @@ class Entry:
 
 
 def rank(e: Entry) -> Rank:
-    """Higher is better: source tier, then kind value plus mentions (up to +2), then
-    the later first-seen."""
-    return (e.tier, KIND_VALUE[e.fact.kind] + min(e.mentions - 1, 2), e.seq)
+    """Higher is better: source tier, then kind value (``value_of``) plus mentions (up to
+    +2), then the later first-seen."""
+    return (e.tier, value_of(e.fact) + min(e.mentions - 1, 2), e.seq)
 
 
 def _neg(r: Rank) -> Rank:

@@ -5,8 +5,10 @@ Ranking. Every fact has a rank, compared in this order (higher first):
 1. the *tier* of its source (``SOURCE_TIER``): 2 when the user ever stated it, 1 for
    the assistant, system or an unknown source, 0 when it was only seen in tool output;
 2. its *value*: ``KIND_VALUE`` of its kind (the name the user gives as theirs 8;
-   preferences 6; references, ids and emails 5; names and amounts 4; dates and places
-   3; bare quantities 2) plus one per repeated mention, at most two;
+   preferences 6, 8 for one that refuses or warns ("never call me", "allergic to"),
+   7 for one that carries a number ("my address is now 1550 Larimer St");
+   references, ids and emails 5; names and amounts 4; dates and places 3; bare
+   quantities 2) plus one per repeated mention, at most two;
 3. recency: the fact first seen later wins a tie.
 
 So a tool result full of amounts never pushes out the user's "I'm allergic to peanuts",
