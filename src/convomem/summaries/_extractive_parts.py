@@ -60,31 +60,46 @@ def display(text: str, tool: bool) -> str:
     return "; ".join(f"{k}: {v}" for k, v in fields) + "." if fields else text
 
 
-def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[str]:
-    """``sentence`` itself when it fits ``cap``, else its clauses (split after ``;`` and
-    ``,`` and before a conjunction) packed back together up to ``cap``, verbatim; a
-    clause over ``cap`` is left out whole."""
+def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[tuple[int, int]]:
+    """``[(start, end)]`` of ``sentence`` itself when it fits ``cap``, else of its clauses
+    (split after ``;`` and ``,`` and before a conjunction) packed back together up to
+    ``cap``, as written; a clause over ``cap`` is left out whole."""
     if count(sentence) <= cap:
-        return [sentence]
+        return [(0, len(sentence))]
     cuts = [0, *(m.start() for m in _CLAUSE.finditer(sentence)), len(sentence)]
-    spans = [(a, b) for a, b in itertools.pairwise(cuts) if sentence[a:b].strip()]
-    out: list[str] = []
-    start = end = -1
-    for a, b in spans:
-        if count(sentence[a:b].strip(" ,;")) > cap:
-            if start >= 0:
-                out.append(sentence[start:end].strip(" ,;"))
-            start = end = -1
+    out: list[tuple[int, int]] = []
+    run: tuple[int, int] | None = None
+
+    def fits(a: int, b: int) -> bool:
+        span = _trim(sentence, a, b)
+        return span is not None and count(sentence[span[0] : span[1]]) <= cap
+
+    for a, b in itertools.pairwise(cuts):
+        if _trim(sentence, a, b) is None:
             continue
-        if start >= 0 and count(sentence[start:b].strip(" ,;")) <= cap:
-            end = b
-            continue
-        if start >= 0:
-            out.append(sentence[start:end].strip(" ,;"))
-        start, end = a, b
-    if start >= 0:
-        out.append(sentence[start:end].strip(" ,;"))
-    return [p for p in out if p]
+        if not fits(a, b):
+            if run is not None:
+                out.append(run)
+            run = None
+        elif run is not None and fits(run[0], b):
+            run = (run[0], b)
+        else:
+            if run is not None:
+                out.append(run)
+            run = (a, b)
+    if run is not None:
+        out.append(run)
+    return [t for a, b in out if (t := _trim(sentence, a, b)) is not None]
+
+
+def _trim(text: str, a: int, b: int) -> tuple[int, int] | None:
+    """``(a, b)`` without leading and trailing spaces, commas and semicolons; None if
+    nothing is left."""
+    while a < b and text[a] in " ,;":
+        a += 1
+    while b > a and text[b - 1] in " ,;":
+        b -= 1
+    return (a, b) if a < b else None
 
 
 _CHATTER: Final = _words(

@@ -75,6 +75,8 @@ class _Candidate:
     text: str
     terms: dict[str, float]
     cost: int
+    source: tuple[int, int, int, str] | None = None
+    """``(sentence number, start, end, sentence)`` of a clause of a longer sentence."""
 
 
 class ExtractiveSummarizer:
@@ -167,14 +169,16 @@ class ExtractiveSummarizer:
         count = self._counter([s for _, s, _, hit, _ in items if hit is None])
         cands: list[_Candidate] = []
         seen: set[str] = set()
-        for u, sentence, here, hit, memo_key in items:
+        for n, (u, sentence, here, hit, memo_key) in enumerate(items):
             if hit is not None:
                 if hit[0] and hit[0].casefold() not in seen:
                     seen.add(hit[0].casefold())
                     cands.append(_Candidate(u, len(cands), hit[0], dict(hit[2]), hit[1]))
                 continue
-            parts = pieces(sentence, cap - 1, count)
-            for part in parts:
+            spans = pieces(sentence, cap - 1, count)
+            whole = spans == [(0, len(sentence))]
+            for a, b in spans:
+                part = sentence[a:b]
                 facts = [(k, v) for k, v in here if v in part]
                 if part.casefold() in seen or _says_nothing(part, facts):
                     continue
@@ -184,10 +188,11 @@ class ExtractiveSummarizer:
                     key_ = " ".join(value.split()).casefold()
                     terms[f"\x00{kind}\x1f{key_}"] = 1.0 + KIND_VALUE[kind] / 2
                 cost = count(part) + 1
-                if memo_key is not None and parts == [sentence]:
+                if memo_key is not None and whole:
                     _remember(made, memo_key, (part, cost, tuple(terms.items())))
-                cands.append(_Candidate(u, len(cands), part, terms, cost))
-            if not parts and memo_key is not None:
+                source = None if whole else (n, a, b, sentence)
+                cands.append(_Candidate(u, len(cands), part, terms, cost, source))
+            if not spans and memo_key is not None:
                 _remember(made, memo_key, ("", 0, ()))
         return cands
 
@@ -292,8 +297,24 @@ class ExtractiveSummarizer:
             top = headline(about, [cands[p].text for p in by_facts])
         while True:
             by_unit: dict[int, list[str]] = {}
+            last: dict[int, tuple[int, int, int, str] | None] = {}
             for pos in sorted(picked):
-                by_unit.setdefault(cands[pos].unit, []).append(cands[pos].text)
+                c = cands[pos]
+                texts = by_unit.setdefault(c.unit, [])
+                prev = last.get(c.unit)
+                if c.source is not None and prev is not None and prev[0] == c.source[0]:
+                    gap = c.source[3][prev[2] : c.source[1]]
+                    if not gap.strip(" ,;"):  # the next clause: as written
+                        texts[-1] += gap + c.text
+                        last[c.unit] = c.source
+                        continue
+                if _open(prev):
+                    texts[-1] += " …"  # a clause that does not end its sentence
+                texts.append(c.text)
+                last[c.unit] = c.source
+            for u, prev in last.items():
+                if _open(prev):
+                    by_unit[u][-1] += " …"
             lines = [top] if top and picked else []
             for u in sorted(by_unit):
                 label = units[u][0]
@@ -326,6 +347,11 @@ def _scan_into(
                 here.append((spans[j][1], spans[j][2]))
             j += 1
         items.append((u, " ".join(raw.split()), here, None, key))
+
+
+def _open(source: tuple[int, int, int, str] | None) -> bool:
+    """Whether a clause stops before the end of its sentence (its end marks aside)."""
+    return source is not None and bool(source[3][source[2] :].strip(" ,;.!?\"')"))
 
 
 def _as_written(text: str, folded: str) -> str:
