@@ -118,3 +118,12 @@ def correction(text: str) -> str | None:
         if found:
             return str(found[0]).strip(" ,.") or None
     return None
+
+
+def shape(value: str) -> str:
+    """What kind of value a correction replaces: an email, a number, a name, or text."""
+    if "@" in value:
+        return "email"
+    if any(ch.isdigit() for ch in value):
+        return "number"
+    return "name" if value[:1].isupper() else "text"

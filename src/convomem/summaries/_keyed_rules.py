@@ -21,7 +21,14 @@ from typing import Final
 
 from . import _profile_rules as profile
 from ._changes import END as _END
-from ._changes import change_attribute, clip, correction, value_changes, value_corrections
+from ._changes import (
+    change_attribute,
+    clip,
+    correction,
+    shape,
+    value_changes,
+    value_corrections,
+)
 from ._clauses import clauses, sentences
 from ._patterns import EMAIL
 from ._tool_rules import MAX_TOOL_FIELDS, tool_facts
@@ -32,6 +39,7 @@ __all__ = [
     "MAX_TEXT",
     "MAX_TOOL_FIELDS",
     "correction",
+    "shape",
     "tool_facts",
     "user_facts",
     "value_changes",
