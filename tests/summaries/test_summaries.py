@@ -301,10 +301,15 @@ def test_extractive_folds_the_previous_summary_in() -> None:
 
 
 def test_extractive_keeps_a_huge_sentence_whole_or_leaves_it_out() -> None:
-    """Never cut: a sentence over half the budget is read as its clauses, and a clause
-    that cannot fit is left out whole."""
+    """Never cut where a value is: a sentence over half the budget is read as its
+    clauses, and a clause that cannot fit is left out whole; one with no value at all
+    is shown by its first words and "…"."""
     big = " ".join(f"word{i}" for i in range(500))
-    assert ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=big)]) == ""
+    out = ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=big)])
+    assert out.startswith("user: word0 word1") and out.endswith(" …")  # no value: its start
+    with_value = big.replace("word250", "order 4417")
+    out = ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=with_value)])
+    assert out == ""  # a value in it, no clause to keep whole: left out, not cut
     long = "Refund R-4417-1 of $14.95 is approved, " + ", ".join(
         f"and item {i} was checked" for i in range(30)
     )

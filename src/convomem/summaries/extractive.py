@@ -90,8 +90,9 @@ class ExtractiveSummarizer:
     both together.
 
     What it keeps is whole: a sentence, or for a sentence longer than half the budget
-    one of its clauses; never a cut one (a value is in the summary entirely or not at
-    all). A tool result that is JSON is read as its fields. A sentence said twice is
+    one of its clauses, followed by " …" when the rest of its sentence is left out; a
+    value is in the summary entirely or not at all. (A long run with no clause and no
+    value at all is shown by its first words and " …".) A tool result that is JSON is read as its fields. A sentence said twice is
     kept once, and a short one that states nothing ("Thanks, Ada!") is not kept. With
     a budget of at least ``HEADLINE_MIN_BUDGET``, over several messages one of which
     records a decision, the result starts with a line saying what it covers
@@ -176,6 +177,8 @@ class ExtractiveSummarizer:
                     cands.append(_Candidate(u, len(cands), hit[0], dict(hit[2]), hit[1]))
                 continue
             spans = pieces(sentence, cap - 1, count)
+            if not spans and not here:
+                spans = _head(sentence, cap - 3, count)  # no value to cut: its start, "…"
             whole = spans == [(0, len(sentence))]
             for a, b in spans:
                 part = sentence[a:b]
@@ -347,6 +350,19 @@ def _scan_into(
                 here.append((spans[j][1], spans[j][2]))
             j += 1
         items.append((u, " ".join(raw.split()), here, None, key))
+
+
+def _head(sentence: str, limit: int, count: Callable[[str], int]) -> list[tuple[int, int]]:
+    """The longest run of ``sentence``'s first words that counts at most ``limit``."""
+    ends = [m.start() for m in re.finditer(r"\s", sentence)]
+    lo, hi = 0, len(ends)  # invariant: the first lo cut points fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(sentence[: ends[mid - 1]]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return [(0, ends[lo - 1])] if lo else []
 
 
 def _open(source: tuple[int, int, int, str] | None) -> bool:
