@@ -71,7 +71,7 @@ def bodies(summary: str) -> list[str]:
 
 
 def sources(messages: list[Message]) -> list[str]:
-    return [" ".join(display(m.text(), m.has_tool_result()).split()) for m in messages]
+    return [" ".join(display(m.text(), m.role == "tool").split()) for m in messages]
 
 
 def spans(text: str, value: str) -> list[tuple[int, int]]:

@@ -56,6 +56,9 @@ _MEMO_ENTRIES: Final = 16_384
 MIN_COST: Final = 8
 """A sentence's cost never counts below this when it is scored: "Wow, Maria!" costs four
 tokens but says nothing, and gain per token would otherwise favour it."""
+TOOL_WEIGHT: Final = 0.5
+"""What a tool result's sentence gains counts for, against a user's or an assistant's:
+tool output can be fetched again, and a page of prices would otherwise fill the summary."""
 HEADLINE_MIN_BUDGET: Final = 64
 """A segment gets its "Covers:" line only when its budget is at least this."""
 _TOPIC_KINDS: Final = ("reference",)
@@ -92,11 +95,12 @@ class ExtractiveSummarizer:
     What it keeps is whole: a sentence, or for a sentence longer than half the budget
     one of its clauses, followed by " …" when the rest of its sentence is left out; a
     value is in the summary entirely or not at all. (A long run with no clause and no
-    value at all is shown by its first words and " …".) A tool result that is JSON is read as its fields. A sentence said twice is
-    kept once, and a short one that states nothing ("Thanks, Ada!") is not kept. With
-    a budget of at least ``HEADLINE_MIN_BUDGET``, over several messages one of which
-    records a decision, the result starts with a line saying what it covers
-    (``_extractive_parts.headline``).
+    value at all is shown by its first words and " …".) A tool result that is JSON is
+    read as its fields, and what a tool said gains ``TOOL_WEIGHT`` of what a person said
+    (it can be fetched again). A sentence said twice is kept once, and a short one that
+    states nothing ("Thanks, Ada!") is not kept. With a budget of at least
+    ``HEADLINE_MIN_BUDGET``, over several messages one of which records a decision, the
+    result starts with a line saying what it covers (``_extractive_parts.headline``).
     """
 
     name = "extractive"
@@ -142,7 +146,8 @@ class ExtractiveSummarizer:
             if msg.metadata.get(SEGMENT_KEY):
                 summary_lines(msg.text())
                 continue
-            parts = [display(msg.text(), msg.has_tool_result()), *_calls(msg)]
+            tool = msg.role == "tool" or msg.has_tool_result()
+            parts = [display(msg.text(), tool), *_calls(msg)]
             if any(p.strip() for p in parts):
                 units.append((message_label(msg), takes_preferences(msg), parts, False))
         return units
@@ -242,11 +247,12 @@ class ExtractiveSummarizer:
         wants = several and self.max_tokens >= HEADLINE_MIN_BUDGET
         wants = wants and any(decides(c.text) for c in cands)
         reserve = count(head) + 12 if wants else 0
-        chosen = self._select(cands, weight, label_cost, self.max_tokens - reserve)
+        chosen = self._select(units, cands, weight, label_cost, self.max_tokens - reserve)
         return self._render(units, cands, chosen, count, about, wants)
 
     def _select(
         self,
+        units: list[_Unit],
         cands: list[_Candidate],
         weight: dict[str, float],
         label_cost: list[int],
@@ -254,10 +260,11 @@ class ExtractiveSummarizer:
     ) -> list[int]:
         covered: set[str] = set()
         used_units: set[int] = set()
+        tiers = [TOOL_WEIGHT if (u[0] or "").startswith("tool") else 1.0 for u in units]
         weighted = [[(t, weight[t] * b) for t, b in c.terms.items()] for c in cands]
 
         def score(c: _Candidate) -> tuple[float, int]:
-            gain = sum(w for t, w in weighted[c.pos] if t not in covered)
+            gain = sum(w for t, w in weighted[c.pos] if t not in covered) * tiers[c.unit]
             cost = c.cost + (0 if c.unit in used_units else label_cost[c.unit])
             return gain / max(cost, MIN_COST), cost
 
