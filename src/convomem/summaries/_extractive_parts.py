@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -52,12 +53,19 @@ def display(text: str, tool: bool) -> str:
     stripped = text.strip()
     if not tool or stripped[:1] not in "{[":
         return text
+    return _fields(stripped) or text
+
+
+@functools.lru_cache(maxsize=2048)
+def _fields(stripped: str) -> str:
+    """A JSON text's fields ("" when it is not JSON or has none); memoized, since a tool
+    result is read by a compression, a fold and the ledger's scan."""
     try:
         json.loads(stripped)
     except ValueError:
-        return text
+        return ""
     fields = tool_facts(stripped)
-    return "; ".join(f"{k}: {v}" for k, v in fields) + "." if fields else text
+    return "; ".join(f"{k}: {v}" for k, v in fields) + "." if fields else ""
 
 
 def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[tuple[int, int]]:
@@ -67,29 +75,31 @@ def pieces(sentence: str, cap: int, count: Callable[[str], int]) -> list[tuple[i
     if count(sentence) <= cap:
         return [(0, len(sentence))]
     cuts = [0, *(m.start() for m in _CLAUSE.finditer(sentence)), len(sentence)]
+    clauses = [t for a, b in itertools.pairwise(cuts) if (t := _trim(sentence, a, b))]
+    sizes = [count(sentence[a:b]) for a, b in clauses]
     out: list[tuple[int, int]] = []
-    run: tuple[int, int] | None = None
+    run: list[int] = []  # clause indices packed so far; sizes add up (one space each)
 
-    def fits(a: int, b: int) -> bool:
-        span = _trim(sentence, a, b)
-        return span is not None and count(sentence[span[0] : span[1]]) <= cap
+    def close() -> None:
+        if not run:
+            return
+        span = (clauses[run[0]][0], clauses[run[-1]][1])
+        if count(sentence[span[0] : span[1]]) <= cap:
+            out.append(span)
+        else:  # a tokenizer that does not add up: the clauses one by one
+            out.extend(clauses[i] for i in run)
+        run.clear()
 
-    for a, b in itertools.pairwise(cuts):
-        if _trim(sentence, a, b) is None:
-            continue
-        if not fits(a, b):
-            if run is not None:
-                out.append(run)
-            run = None
-        elif run is not None and fits(run[0], b):
-            run = (run[0], b)
+    for i, size in enumerate(sizes):
+        if size > cap:
+            close()
+        elif run and sum(sizes[j] for j in run) + len(run) + size <= cap:
+            run.append(i)
         else:
-            if run is not None:
-                out.append(run)
-            run = (a, b)
-    if run is not None:
-        out.append(run)
-    return [t for a, b in out if (t := _trim(sentence, a, b)) is not None]
+            close()
+            run.append(i)
+    close()
+    return out
 
 
 def _trim(text: str, a: int, b: int) -> tuple[int, int] | None:
@@ -131,9 +141,20 @@ def topic(values: Iterable[str]) -> str | None:
     return max(counts.values(), key=lambda t: (t[0], -t[1]))[2]
 
 
+_DECISION_WORDS: Final = _words(
+    "approved refunded refund shipped canceled cancelled closed opened booked confirmed "
+    "delivered paid agreed decided scheduled resolved replaced issued returned declined "
+    "rejected accepted changed fixed signed renewed upgraded ordered completed arrived "
+    "escalated reopened rescheduled credited charged"
+)
+_LOWER_WORD = re.compile(r"[a-z]+")
+
+
 def decides(text: str) -> bool:
-    """Whether ``text`` records a decision (approved, shipped, booked...)."""
-    return _DECISION.search(text) is not None
+    """Whether ``text`` records a decision (approved, shipped, booked...): a word test
+    first (cheap), then the pattern."""
+    words = set(_LOWER_WORD.findall(text.lower()))
+    return not words.isdisjoint(_DECISION_WORDS) and _DECISION.search(text) is not None
 
 
 def headline(about: str | None, sentences: Iterable[str]) -> str | None:

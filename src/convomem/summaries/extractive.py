@@ -388,8 +388,8 @@ def _says_nothing(sentence: str, facts: list[tuple[str, str]]) -> bool:
     ("Thanks, Ada!", "Hey John, long time no talk!")."""
     if any(kind != "name" for kind, _ in facts) or _DIGIT.search(sentence) is not None:
         return False
-    words = [w for w in _WORD.findall(sentence) if w.casefold() not in _STOPWORDS]
-    return len(_WORD.findall(sentence)) < 4 or chatter(words)
+    words = _WORD.findall(sentence)
+    return len(words) < 4 or chatter(w for w in words if w.casefold() not in _STOPWORDS)
 
 
 def _terms(sentence: str) -> dict[str, float]:
