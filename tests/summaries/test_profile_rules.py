@@ -99,6 +99,8 @@ def test_sentences_keep_abbreviations_amounts_and_emails_whole():
         ("My delivery address is now my office: 1550 Larimer St, Denver, CO 80202.",
          {("delivery address", "1550 Larimer St, Denver, CO 80202")}),
         ("I bank with N26.", {("bank", "N26")}),
+        ("My zip code is 02193.", {("zip code", "02193")}),  # as said: no leading zero lost
+        ("My daughter is seven.", {("daughter", "7")}),
         ("I have a new phone number: +254 712 345 678.", {("phone", "+254 712 345 678")}),
     ],
 )  # fmt: skip

@@ -231,7 +231,7 @@ def _value(raw: str, when: float | None) -> str | None:
         return None
     if _REL.fullmatch(v):
         return resolve_date(v, when) or v
-    number = _number(v)
+    number = None if v[:1].isdigit() else _number(v)  # "seven" -> 7; "02193" stays as said
     if number is not None:
         return number
     words = v.split()
