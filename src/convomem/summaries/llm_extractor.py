@@ -38,13 +38,20 @@ log = logging.getLogger(__name__)
 
 PROMPT: Final = """\
 Extract durable facts about the user from the numbered messages below: who they are \
-(name, nickname, city, address, email, phone, age, job, employer, diet), what they like \
-or dislike (attribute "pref:<thing>", value "likes" or "dislikes"), allergies \
-(attribute "allergy:<thing>", value "yes"), counts ("kids": "2"), codes and numbers they \
-give ("order number": "1182"), dated events (resolve relative dates against the \
-message's date; value YYYY-MM-DD), and the fields a tool result states. Use short \
-lowercase English attributes; copy values as written (numbers as digits). Use only what \
-the messages say; no facts about the assistant. Answer JSON only.
+(name, nickname, city, address, email, phone, age, job, employer, diet), how to contact \
+them and how not to (attribute "contact:<channel>", e.g. "contact:phone call", value \
+"never", "not before 10 am" or "preferred"), what they like or dislike (attribute \
+"pref:<thing>", value "likes", "dislikes" or "avoids"), allergies (attribute \
+"allergy:<thing>", value "yes"), health (attribute "health:<condition>", value the \
+condition), people and pets by name (attribute "<relation>:<name>", e.g. "sister:anika" \
+or "dog:biscuit", value the name and what it is, "Biscuit, a beagle"; "husband", \
+"boss", "landlord" alone when there is one), counts ("kids": "2"), codes and numbers \
+they give ("order number": "1182"), dated events (resolve relative dates against the \
+message's date; value YYYY-MM-DD), and the fields a tool result states. Read each \
+clause on its own ("allergic to peanuts and live in Oslo" is two facts); a move or a \
+correction gives the new value. Use short lowercase English attributes; copy values as \
+written (numbers as digits). Use only what the messages say; no facts about the \
+assistant. Answer JSON only.
 
 Messages:
 {messages}"""
