@@ -37,8 +37,8 @@ class SlidingWindowMemory:
     Evicted messages are not summarized (this is a window), but they stay in the log of
     the underlying ``ConversationMemory`` (``memory``): a thin composition,
     ``ConversationMemory(max_tokens + 2, max_turns=max_turns, summary=False,
-    trigger=1.0, target=1.0)``, i.e. eviction happens exactly when a limit is passed
-    and removes just enough (the 2 tokens a request adds to prime the reply are not an
+    trigger=1.0, target=1.0, cache_turns=0)``, i.e. eviction happens exactly when a limit
+    is passed and removes just enough (the 2 tokens a request adds to prime the reply are not an
     item's, so they are not charged to ``max_tokens``).
     """
 
@@ -61,6 +61,7 @@ class SlidingWindowMemory:
             trigger=1.0,
             target=1.0,
             max_turns=max_turns,
+            cache_turns=0,  # the seed's window: just enough, never a deeper cut
         )
 
     @property

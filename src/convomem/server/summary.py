@@ -10,7 +10,7 @@ from typing import Any
 
 from ..model import Message
 from ..session import ConversationMemory
-from ..session._tier_render import TIERS_ID
+from ..session.placement import is_tier_message
 from .models import Accounting, SummaryOut
 
 
@@ -89,7 +89,7 @@ def accounting(
         else packed[0],
         fits=st.fits if packed is None else st.fits and packed[1],
         log_messages=st.log_messages,
-        kept=[m.id for m in kept if m.id != summary_id and m.id != TIERS_ID],
+        kept=[m.id for m in kept if m.id != summary_id and not is_tier_message(m)],
         summarized=st.summarized_messages,
         omitted=st.omitted,
         waiting=st.waiting,

@@ -7,7 +7,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from ..formats.anthropic import to_anthropic
 from ..formats.openai import to_openai
-from ..model import COMPRESSED_KEY, Message, ToolResultBlock
+from ..model import COMPRESSED_KEY, Message, TextBlock, ToolResultBlock
 from ..summaries import Summary, message_label, render_summary
 from ..summaries.facts import render_facts
 from ..tokens import Tokenizer
@@ -108,3 +108,25 @@ def _copy(value: Any) -> Any:
     if type(value) is list:
         return [_copy(v) if type(v) is dict or type(v) is list else v for v in value]
     return value
+
+
+def into_user_turns(messages: list[Message]) -> list[Message]:
+    """An Anthropic request's messages with each system message placed among the turns (a
+    tiers update) moved into the user turn after it, as a leading text block: the
+    ``system`` field then stays what the prefix holds (Anthropic sends it first)."""
+    out: list[Message] = []
+    pending: list[str] = []
+    started = False
+    for m in messages:
+        if m.role == "system" and started:
+            pending.append(m.text())
+            continue
+        if m.role != "system":
+            started = True
+        if pending and m.role == "user":
+            blocks = [TextBlock(t) for t in pending]
+            rest = [TextBlock(m.content)] if isinstance(m.content, str) else list(m.blocks)
+            m = m.replace(content=[*blocks, *rest], tokens=None)
+            pending = []
+        out.append(m)
+    return out

@@ -252,6 +252,7 @@ def build_engine(
     extractor: Any,
     drift: Any,
     shares: Any,
+    cache_turns: int,
 ) -> SessionEngine:
     """The session engine of ``ConversationMemory(...)``'s options (see its docstring),
     each checked (``ConfigError`` naming it); ``owner`` claims the stateful parts."""
@@ -273,6 +274,7 @@ def build_engine(
     if target > trigger:
         raise ConfigError(f"target={target!r}: must not exceed trigger={trigger!r}")
     max_turns = _check.optional_positive_int("max_turns", max_turns)
+    cache_turns = _check.non_negative_int("cache_turns", cache_turns)
     for name, value in (("summary", summary), ("facts", facts), ("background", background)):
         _check.flag(name, value)
     if scorer is not None:
@@ -339,5 +341,7 @@ def build_engine(
                 list(pins.negative),
             ],
             "tokenizer": getattr(tok, "name", None),
+            "cache_turns": cache_turns,
         },
+        cache_turns=cache_turns,
     )

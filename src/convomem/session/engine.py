@@ -39,11 +39,11 @@ from ..summaries import RunningSummary, SummarizerLike
 from ..tokens import Tokenizer, checked_count
 from ..views.budget import REPLY_PRIMING_TOKENS
 from . import state as derived
-from ._ops import render_context
-from .compaction import Compactor
+from ._ops import into_user_turns, render_context
+from .compaction import CACHE_TURNS, Compactor
 from .intake import Intake
 from .journal import RACES, DurableJournal, PlainJournal
-from .tiers import Tiers, insert_tiers, segment_id
+from .tiers import Tiers, segment_id
 from .view import SessionView, View
 
 
@@ -64,6 +64,7 @@ class SessionEngine:
         background: bool,
         tiers: Tiers | None,
         config: Mapping[str, Any],
+        cache_turns: int = CACHE_TURNS,
     ) -> None:
         self.journal = journal
         self.view = view
@@ -83,6 +84,7 @@ class SessionEngine:
             tokenizer=tokenizer,
             compressor=compressor,
             background=background,
+            cache_turns=cache_turns,
         )
         self.intake = Intake(
             journal, self.book, scorer, functools.partial(checked_count, tokenizer)
@@ -352,24 +354,26 @@ class SessionEngine:
             if not kept:
                 self.prefix_breaks += 1
         self._prev = v.messages
-        tm: Message | None = None
         t = self.tiers
+        msgs = v.anthropic if format == "anthropic" and v.anthropic is not None else v.messages
         if t is not None and t.shapes_context:
             in_view = {segment_id(s) for s in self.summary.segments}
-            in_view.update(m.id for m in self.view.log.kept())
-            tm = yield from t.context(
+            held = self.view.log.kept()
+            in_view.update(m.id for m in held)
+            yield from t.context(
                 v,
                 query,
                 limit=self.view.limit,
                 head_tokens=self.view.head_tokens,
                 summary=self.summary.message(),
                 in_view=in_view,
+                users=_anchors(held),
             )
+            msgs = t.placement.arrange(msgs, self.summary.message())
+            if format == "anthropic":
+                msgs = into_user_turns(msgs)
         elif query is not None:
             raise ConfigError(f"query={query!r}: needs recall= (or extractor=) on the memory")
-        msgs = v.anthropic if format == "anthropic" and v.anthropic is not None else v.messages
-        if tm is not None:
-            msgs = insert_tiers(msgs, self.summary.message(), tm)
         return render_context(msgs, format, self._rendered, stand_in=v.stand_in)
 
     def messages(self, limit: int | None) -> Gen[list[Message]]:
@@ -408,3 +412,11 @@ class SessionEngine:
     def flush(self) -> Gen[None]:
         if self.tiers is not None:
             yield from self.tiers.flush()
+
+
+def _anchors(held: list[Message]) -> list[str]:
+    """Where the tiers' updates may go, oldest first: before each user message of the
+    view, or (none left: all folded) before its first message, or (an empty view) at the
+    end (``""``)."""
+    users = [m.id for m in held if m.role == "user" and m.text().strip()]
+    return users or [m.id for m in held if m.role != "system"][:1] or [""]

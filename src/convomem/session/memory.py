@@ -28,6 +28,7 @@ from ..tokens import Tokenizer
 from ..views.budget import ContextBudget
 from ._ops import Format
 from ._options import build_engine, check_store, checked_batch
+from .compaction import CACHE_TURNS
 from .stats import MemoryStats, snapshot
 from .tiers import RECALL_K, Tiers
 from .view import SessionView
@@ -71,6 +72,10 @@ class ConversationMemory:
       ``"last_user"`` and negative indices protect the newest messages from eviction
       without reserving budget for them.
     - ``trigger`` / ``target``: compaction hysteresis, as fractions of the history share.
+    - ``cache_turns``: a compaction cuts below ``target`` when that is needed to leave room
+      for this many turns of the recent average size (default 16; 0: ``target`` alone).
+      Each compaction rewrites the context's prefix, so a provider's prompt cache misses
+      once per compaction: at a small budget the default keeps ~95% of turns cached.
     - ``max_turns``: also compact when the view holds more turns than this
       (``model.starts_turn``); it then keeps ``max(1, int(max_turns * target))`` and
       never more than ``max_turns``. A compressed priority-1 message does not start a
@@ -133,6 +138,7 @@ class ConversationMemory:
         extractor: Extractor | str | None = None,
         drift: DriftDetector | None = None,
         shares: ContextBudget | None = None,
+        cache_turns: int = CACHE_TURNS,
     ) -> None:
         self._store: Store | AsyncStore = InMemoryStore() if store is None else store
         self._async = check_store(self._store)
@@ -161,6 +167,7 @@ class ConversationMemory:
             extractor=extractor,
             drift=drift,
             shares=shares,
+            cache_turns=cache_turns,
         )
         """The session engine this memory drives (``session.engine``): its view, summary,
         tiers and log bookkeeping, for reading (``timeline``, ``stats``)."""

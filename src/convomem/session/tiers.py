@@ -40,7 +40,8 @@ from ..recall.guarded import AsyncGuardedRecall, GuardedRecall
 from ..summaries import Summary
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
-from ._tier_render import render_tiers, snippets_of
+from ._tier_render import snippets_of
+from .placement import Placement
 from .profile import Profile
 from .view import Plan, View
 
@@ -132,6 +133,7 @@ class Tiers:
             cap=int(limit * facts_share) if self.facts_on else 0,
             scope=scope,
         )
+        self.placement = Placement(tokenizer, self.session_id, self.profile.cap, self.recall_cap)
         self.breaks: set[str] = set()  # drift boundaries: a summary segment starts there
         self.widen = False
         self.last_user: Message | None = None
@@ -153,7 +155,13 @@ class Tiers:
     def reserve(self) -> int:
         """Tokens the compaction keeps free for the tiers: the facts as they render now
         (an unused facts share goes to the history) and the recall share."""
-        return (self.profile.tokens if self.facts_on else 0) + self.recall_cap
+        p = self.placement
+        profile = max(self.profile.tokens, p.profile_tokens) if self.facts_on else 0
+        return profile + p.update_tokens() + (p.turn_cap if self.index is not None else 0)
+
+    def turn_tokens(self) -> int:
+        """What the tiers add to the turns in the view (their updates)."""
+        return self.placement.update_tokens()
 
     def note(self, m: Message) -> None:
         """A message entered the view: the newest user text is the default query."""
@@ -167,14 +175,17 @@ class Tiers:
 
     # -- derived state ------------------------------------------------------------------
 
-    def state(self) -> dict[str, Any] | None:
-        """What a durable session keeps of the tiers: drift state and boundaries."""
-        if self.drift is None:
-            return None
-        return {"drift": self.drift.state(), "breaks": sorted(self.breaks), "widen": self.widen}
+    def state(self) -> dict[str, Any]:
+        """What a durable session keeps of the tiers: the placement (the profile and the
+        updates its contexts send), drift state and boundaries."""
+        out: dict[str, Any] = {"placement": self.placement.state()}
+        if self.drift is not None:
+            out.update(drift=self.drift.state(), breaks=sorted(self.breaks), widen=self.widen)
+        return out
 
     def load_state(self, data: Any) -> None:
         """Restore ``state()`` (None or unusable: start over; the log is replayed)."""
+        self.placement.load_state(data.get("placement") if isinstance(data, dict) else None)
         if self.drift is None:
             return
         self.drift.reset()
@@ -239,6 +250,7 @@ class Tiers:
         """What a committed compaction took out of the view, to be indexed: ``seqs`` are
         the seqs of ``evicted(plan)`` when the session knows them."""
         self.breaks.difference_update(m.id for m in plan.folded)
+        self.placement.stale = True  # the prefix changes anyway: freeze the profile again
         if self.index is None:
             return
         gone = evicted(plan)
@@ -329,39 +341,53 @@ class Tiers:
         head_tokens: int,
         summary: Message | None,
         in_view: set[str],
-    ) -> Gen[Message | None]:
-        """The message to put after the view's system prompt: the facts and the recalled
-        snippets not in the view (``in_view``: the view's ids and segments' recall ids),
-        in the room the view leaves. Read-only; records ``last_recall`` and ``split``."""
+        users: list[str],
+    ) -> Gen[None]:
+        """Make this context's profile and update (``placement``): the profile frozen
+        again after a compaction, the update of the newest user message (``users[-1]``;
+        ``users``: the view's user messages) made once per query: the facts changed since
+        and the recalled snippets not in the view (``in_view``: the view's ids and the
+        segments' recall ids) nor shown yet, in the room the view leaves. Read-only;
+        records ``last_recall`` and ``split``."""
+        p = self.placement
+        h = self.profile.history if self.facts_on else None
+        if p.stale:
+            p.freeze(h, users)
+        else:
+            p.forget(users)
         q = self.query_for(query)
-        k = self.k_now()
+        newest = users[-1] if users else None
         hits: list[Any] = []
         status, error = ("off", None) if self.searcher is None else ("ok", None)
-        if self.searcher is not None and q is not None and q.strip():
-            hits, status, error = yield from self.search(q, k + 8)
-        hits = [h for h in hits if h.message_id not in in_view][:k]
-        room = limit - (v.tokens - REPLY_PRIMING_TOKENS)
-        msg, facts, recalled, shown = self.message(1 << 30, hits, in_view)  # all they want
-        if facts + recalled > room:  # read-only: cut to the room (the write path folds)
-            msg, facts, recalled, shown = self.message(max(0, room), hits, in_view)
-        shown_ids = {s.message_id for s in shown}
-        self.last_recall = {
-            "status": status,
-            "error": error,
-            "query": q,
-            "k": k,
-            "hits": [
-                {
-                    "message_id": h.message_id,
-                    "session_id": h.session_id,
-                    "kind": h.kind,
-                    "score": h.score,
-                    "shown": h.message_id in shown_ids,
-                }
-                for h in hits
-            ],
-            "tokens": recalled,
-        }
+        made = None if newest is None else p.updates.get(newest)
+        own = 0 if made is None else made.tokens
+        room = limit - (v.tokens - REPLY_PRIMING_TOKENS) - p.tokens() + own
+        if newest is not None and p.wants(newest, q, room):
+            k = self.k_now()
+            if self.searcher is not None and q is not None and q.strip():
+                hits, status, error = yield from self.search(q, k + 8)
+            hits = [x for x in hits if x.message_id not in in_view][:k]
+            made = p.update(newest, q, h, snippets_of(hits, in_view), room)
+            seen = {s.message_id for s in made.snippets if not s.neighbour}
+            self.last_recall = {
+                "status": status,
+                "error": error,
+                "query": q,
+                "k": k,
+                "hits": [
+                    {
+                        "message_id": x.message_id,
+                        "session_id": x.session_id,
+                        "kind": x.kind,
+                        "score": x.score,
+                        "shown": x.message_id in seen,
+                    }
+                    for x in hits
+                ],
+                "tokens": made.tokens,
+            }
+        shown = p.fit(h, limit - (v.tokens - REPLY_PRIMING_TOKENS), users)
+        facts = 0 if p.shown_profile is None else self.tok.count_message(p.shown_profile)
         s_tok = 0
         if summary is not None and any(m is summary for m in v.messages):
             s_tok = self.tok.count_message(summary)
@@ -370,28 +396,11 @@ class Tiers:
             "limit": limit,
             "system": head_tokens,
             "facts": facts,
-            "recall": recalled,
+            "recall": shown - facts,
             "summary": s_tok,
             "history": base - head_tokens - s_tok,
-            "total": v.tokens + facts + recalled,
+            "total": v.tokens + shown,
         }
-        return msg
-
-    def message(
-        self, room: int, hits: list[Any], in_view: Any
-    ) -> tuple[Message | None, int, int, list[Any]]:
-        """The facts and snippets message within ``room`` tokens: facts within their
-        share, snippets within theirs (hits already in the view left out). Returns the
-        message, the facts' and the snippets' tokens, and the hits shown. A hit's
-        neighbouring turns (``Hit.context``) follow the hits, each shown once, in the
-        room the hits leave."""
-        snippets = snippets_of(hits, in_view)
-        facts_room = min(self.profile.cap, room)
-        h = self.profile.history if self.facts_on else None
-        msg, facts, recalled, lines = render_tiers(
-            self.tok, h, snippets, facts_room, min(self.recall_cap, room), room, self.session_id
-        )
-        return msg, facts, recalled, [s for s in lines if not s.neighbour]
 
 
 def evicted(plan: Plan) -> list[Message]:
@@ -402,11 +411,3 @@ def evicted(plan: Plan) -> list[Message]:
         now = {m.id for m in out if COMPRESSED_KEY in m.metadata}
         gone += [m for m in chunk.messages if m.id in now and COMPRESSED_KEY not in m.metadata]
     return gone
-
-
-def insert_tiers(messages: list[Message], summary: Message | None, tm: Message) -> list[Message]:
-    """``messages`` with ``tm`` after the leading system prompt (before the summary)."""
-    i = 0
-    while i < len(messages) and messages[i].role == "system" and messages[i] is not summary:
-        i += 1
-    return [*messages[:i], tm, *messages[i:]]

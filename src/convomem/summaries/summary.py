@@ -159,8 +159,9 @@ def join_unique(texts: Iterable[str]) -> str:
 
 def fit_whole(text: str, limit: int, count: Callable[[str], int]) -> str:
     """The longest run of ``text``'s first lines that counts at most ``limit``; when not
-    even the first line fits, the longest run of its first sentences; else ``""``. Never
-    a cut sentence: what a summary drops to fit, it drops whole."""
+    even the first line fits, the longest run of its first sentences. What a summary drops
+    to fit, it drops whole; only when not even the first sentence fits is that one cut at
+    a word, marked (a long run with no sentence end: dropping it would lose it all)."""
     if count(text) <= limit:
         return text
     lines = text.split("\n")
@@ -174,9 +175,13 @@ def fit_whole(text: str, limit: int, count: Callable[[str], int]) -> str:
     if lo:
         return "\n".join(lines[:lo]).rstrip()
     sentences = [s for _, s in _split_sentences(lines[0])]
+    first = sentences[0] if sentences else lines[0]
     while sentences and count(" ".join(sentences)) > limit:
         sentences.pop()
-    return " ".join(sentences)
+    if sentences:
+        return " ".join(sentences)
+    cut = clip_to_tokens(first, limit, count)
+    return cut if cut.strip() != TRUNCATION_MARKER.strip() else ""
 
 
 def clip_to_tokens(
