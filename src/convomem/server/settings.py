@@ -35,10 +35,11 @@ class Settings:
     - ``budget`` / ``tokenizer``: how each session's context is assembled (a session
       created with ``metadata["budget"]`` keeps its own budget).
     - ``use_recall``: False turns recall off (no index, no facts, no snippets).
-    - ``embedder``: what the recall index embeds with: ``"hashing"`` (no dependency),
-      ``"minilm"`` or ``"e5"`` (``recall.embedders.embedder_named``; E5 recalled the
-      most on the LongMem held-out set). An index refuses a model other than the one it
-      was built with.
+    - ``embedder``: what the recall index embeds with: ``"static"`` (the default:
+      MiniLM distilled into a token table shipped in the package, numpy only),
+      ``"hashing"`` (no dependency), ``"minilm"`` or ``"e5"``
+      (``recall.embedders.embedder_named``). An index refuses a model other than the
+      one it was built with.
     - ``recall_k`` / ``recall_deadline``: snippets recalled into a context, and how long
       a context waits for them (seconds; None: no deadline) before it is sent without
       them (``GuardedRecall``: an outage never fails a request).
@@ -56,7 +57,7 @@ class Settings:
     budget: int = 4000
     tokenizer: str = "approx"
     use_recall: bool = True
-    embedder: str = "hashing"
+    embedder: str = "static"
     recall_k: int = RECALL_K
     recall_deadline: float | None = 1.0
     rate_per_second: float = 20.0
