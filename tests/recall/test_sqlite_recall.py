@@ -79,11 +79,8 @@ def test_partitions_stay_under_the_memory_cap() -> None:
 
 def test_words_match_with_diacritics_folded() -> None:
     with RecallIndex("sqlite://", embedder=HashingEmbedder(dim=32)) as idx:
-        idx.add(
-            [Message("m1", "user", content="at the Café Noël"), Message("m2", "user", content="x")],
-            user_id="u",
-            session_id="s",
-        )
+        for mid, text in (("m1", "at the Café Noël"), ("m2", "x")):  # no neighbours
+            idx.add([Message(mid, "user", content=text)], user_id="u", session_id=mid)
         for query in ("cafe", "CAFÉ", "noel"):
             hits = [h for h in idx.search(query, user_id="u") if h.lexical is not None]
             assert [h.message_id for h in hits] == ["m1"]

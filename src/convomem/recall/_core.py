@@ -217,10 +217,10 @@ def search_gen(
     fusion: str = "rrf",
 ) -> Gen:
     """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``):
-    the lexical and vector candidates fused (``fusion``: ``fuse_linear`` or ``fuse``),
-    the best ``candidates`` raised by what the query names (``_rerank.boosts``) and, with
-    ``rerank``, reordered for "now" and "when" questions (``_rerank.factors``); of
-    items with the same text the best only; the first ``k``."""
+    the lexical and vector candidates fused (``fusion``: ``fuse_linear`` or ``fuse``);
+    of the best ``candidates``, of items with the same text the best only, raised by what
+    the query names (``_rerank.boosts``) and, with ``rerank``, reordered for "now" and
+    "when" questions (``_rerank.factors``); the first ``k``."""
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r}: must be a string")
     terms = analyzed_terms(query, MAX_TERMS)
@@ -242,8 +242,7 @@ def search_gen(
         top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:n]
         rows = yield from backend.rows(scope, top)
         found = [(rows[rid], fused[rid]) for rid in top if rid in rows]
-        found = reorder(query, found, rerank)
-        found = distinct(found)[:k]
+        found = reorder(query, distinct(found), rerank)[:k]
         near: list[Any] = []
         around = sorted({(r.session_id, r.seq) for r, _ in found if r.seq is not None})
         if neighbours and around:
