@@ -1,7 +1,8 @@
 """The scale-out recall backend: PostgreSQL + pgvector, in the store's schema.
 
-- ``convomem_recall_items``: one row per item, scoped by ``(tenant, user_id)``, with a
-  generated ``tsvector`` (the ``simple`` configuration: no stemming, any language; a GIN
+- ``convomem_recall_items``: one row per item, scoped by ``(tenant, user_id)``, with its
+  ``terms`` (``analyze.terms``: folded, stop words out, stemmed, in Python, as the SQLite
+  partition indexes them) and a ``tsvector`` generated from them (``simple``; a GIN
   index) and a ``vector`` column holding the item's first key (its whole text); an HNSW
   index (cosine) over it is made when the first vectors fix the dimension (kept in
   ``convomem_recall_meta``).
@@ -31,6 +32,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._backend import Item, Q, Row, Scope, embedding_meta
+from .analyze import terms as analyzed
 from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
@@ -40,6 +42,11 @@ LEXICAL_WINDOW = 2000
 """Matches ranked at most, shared by the query's words: each word's newest
 ``LEXICAL_WINDOW // words`` (500 each for four words). Ranking every row a common word
 matches made one-user searches slow; a rare word's matches all fit its share."""
+
+
+def index_terms(text: str) -> str:
+    """What ``tsv`` is made from: the text's terms (``analyze.terms``), space-joined."""
+    return " ".join(analyzed(text))
 
 
 def _literal(vec: Any) -> str:
@@ -129,7 +136,8 @@ class PgRecall:
                 kind TEXT NOT NULL,
                 created_at DOUBLE PRECISION NOT NULL,
                 text TEXT NOT NULL,
-                tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+                terms TEXT NOT NULL DEFAULT '',
+                tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', terms)) STORED,
                 vec VECTOR NOT NULL,
                 UNIQUE (tenant, user_id, session_id, message_id)
             )""",
@@ -163,9 +171,43 @@ class PgRecall:
             f"ON {self.keys} (tenant, user_id, rid)",
         ):
             yield Q.run(sql)
+        yield from self._terms_column()
         row = yield Q.one(f"SELECT value FROM {self.meta} WHERE key = 'dim'")
         if row is not None:  # a store from before the keys table: index its keys too
             yield from self._hnsw(int(row[0]))
+
+    def _terms_column(self) -> Op:
+        """A store from before ``terms`` (its ``tsv`` made from the text itself): each
+        row's terms computed here (``analyze.terms``, in pages), then ``tsv`` remade from
+        them, so both backends match the same words."""
+        items = self.items
+        yield Q.run(f"ALTER TABLE {items} ADD COLUMN IF NOT EXISTS terms TEXT NOT NULL DEFAULT ''")
+        row = yield Q.one(
+            "SELECT generation_expression FROM information_schema.columns WHERE "
+            "table_schema = %s AND table_name = 'convomem_recall_items' AND column_name = 'tsv'",
+            (self.schema,),
+        )
+        if row is not None and "terms" in str(row[0]):
+            return
+        last = 0
+        while True:
+            rows = yield Q.all(
+                f"SELECT rid, text FROM {items} WHERE rid > %s ORDER BY rid LIMIT 2000", (last,)
+            )
+            if not rows:
+                break
+            yield Q.run(
+                f"UPDATE {items} i SET terms = u.t FROM unnest(%s::bigint[], %s::text[]) "
+                "AS u(r, t) WHERE i.rid = u.r",
+                ([int(r[0]) for r in rows], [index_terms(r[1]) for r in rows]),
+            )
+            last = int(rows[-1][0])
+        yield Q.run(f"ALTER TABLE {items} DROP COLUMN IF EXISTS tsv")
+        yield Q.run(
+            f"ALTER TABLE {items} ADD COLUMN tsv TSVECTOR "
+            "GENERATED ALWAYS AS (to_tsvector('simple', terms)) STORED"
+        )
+        yield Q.run(f"CREATE INDEX IF NOT EXISTS convomem_recall_tsv ON {items} USING gin (tsv)")
 
     def _hnsw(self, dim: int) -> Op:
         for name, table in (
@@ -212,19 +254,20 @@ class PgRecall:
         total = 0
         for i in range(0, len(items), 500):
             chunk = items[i : i + 500]
-            rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"] * len(chunk))
+            rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"] * len(chunk))
             params = [
                 v
                 for it, keys in zip(chunk, vectors[i : i + 500], strict=True)
                 for v in (
                     *scope,
                     *(it.session_id, it.message_id, it.seq, it.kind, it.created_at, it.text),
+                    index_terms(it.text),
                     _literal(keys[0]),
                 )
             ]
             insert = (
                 f"INSERT INTO {self.items} (tenant, user_id, session_id, message_id, seq, kind, "
-                f"created_at, text, vec) VALUES {rows} "
+                f"created_at, text, terms, vec) VALUES {rows} "
                 "ON CONFLICT (tenant, user_id, session_id, message_id) DO NOTHING"
             )
             extra = _extra_keys(np, chunk, vectors[i : i + 500])
