@@ -13,11 +13,14 @@ A word's pieces are memoized: conversation text repeats its words.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
 MAX_CHARS: Final = 100
+_CONTROL: Final = frozenset(("Cc", "Cf", "Co", "Cs"))  # dropped; unassigned (Cn) kept
+_ASCII_CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MEMO_LIMIT: Final = 1 << 17
 
 
@@ -44,13 +47,13 @@ def _is_cjk(o: int) -> bool:
 def basic_words(text: str) -> list[str]:
     """The words and punctuation marks of ``text``, lowercased, accents stripped."""
     out: list[str] = []
-    if text.isascii():
+    if text.isascii() and not _ASCII_CONTROL.search(text):
         chars = text.lower()
     else:
         kept = []
         for c in text:
             o = ord(c)
-            if o == 0 or o == 0xFFFD or (unicodedata.category(c) in ("Cc", "Cf") and c not in "\t\n\r"):
+            if o == 0xFFFD or (unicodedata.category(c) in _CONTROL and c not in "\t\n\r"):
                 continue
             kept.append(f" {c} " if _is_cjk(o) else c)
         decomposed = unicodedata.normalize("NFD", "".join(kept).lower())

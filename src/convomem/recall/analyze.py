@@ -35,8 +35,8 @@ STOP_WORDS: Final = frozenset(
     under until up very was we were what when where which while who whom why will with
     would you your yours yourself yourselves s t d ll m re ve""".split()
 )
-"""English function words (NLTK's list without its negations and contractions' stems,
-which can carry meaning: "not", "don't" stay words)."""
+"""English function words (NLTK's list, contractions' fragments as the tokenizer splits
+them: "don't" is "don" and "t")."""
 
 _WORD: Final = re.compile(r"[^\W_]+")
 _MEMO_LIMIT: Final = 1 << 17
