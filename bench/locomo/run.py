@@ -58,7 +58,7 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     while isinstance(data.get(f"session_{n}"), list):
         when = dt.datetime.strptime(
             data[f"session_{n}_date_time"].strip(), "%I:%M %p on %d %B, %Y"
-        ).replace(tzinfo=dt.timezone.utc)
+        ).replace(tzinfo=dt.UTC)
         for i, t in enumerate(data[f"session_{n}"]):
             text = f"{t['speaker']}: {t['text']}"
             if t.get("blip_caption"):
@@ -77,6 +77,7 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def bm25(turns: list[dict[str, Any]], stop: bool) -> Any:
     """The issue's baseline: plain Okapi BM25 over the turns; returns search(q, k)."""
+
     def words(s: str) -> list[str]:
         return [w for w in re.findall(r"\w+", s.lower()) if not (stop and w in STOP_WORDS)]
 
@@ -103,7 +104,9 @@ def bm25(turns: list[dict[str, Any]], stop: bool) -> Any:
 def score(found: list[list[str]], questions: list[dict[str, Any]]) -> dict[str, float]:
     out = {}
     for k in KS:
-        out[f"r@{k}"] = sum(bool(q["evidence"] & set(f[:k])) for f, q in zip(found, questions))
+        out[f"r@{k}"] = sum(
+            bool(q["evidence"] & set(f[:k])) for f, q in zip(found, questions, strict=True)
+        )
         out[f"r@{k}"] = round(out[f"r@{k}"] / len(questions), 3)
     return out
 
@@ -119,10 +122,11 @@ def run_index(convs: dict[str, Any], **options: Any) -> dict[str, Any]:
             for t in turns:
                 sessions.setdefault(t["session"], []).append(t)
             for s, ts in sessions.items():
-                msgs = [Message(id=t["id"], role="user", content=t["text"], created_at=t["at"])
-                        for t in ts]
-                index.add(msgs, user_id=f"c{name}", session_id=f"s{s}",
-                          seqs=[t["seq"] for t in ts])
+                msgs = [
+                    Message(id=t["id"], role="user", content=t["text"], created_at=t["at"])
+                    for t in ts
+                ]
+                index.add(msgs, user_id=f"c{name}", session_id=f"s{s}", seqs=[t["seq"] for t in ts])
                 count += len(ts)
         ingest = time.perf_counter() - t0
         found, lat, questions = [], [], []

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _recall_oracle import bm25f, close_ranking, linear
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _recall_oracle import bm25f, close_ranking, linear
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex

@@ -12,10 +12,10 @@ import unicodedata
 from typing import Any
 
 import numpy as np
-from _recall_oracle import bm25f, linear
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
+from _recall_oracle import bm25f, linear
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.recall.analyze import query_terms as analyzed
@@ -168,7 +168,7 @@ def test_neighbours_link_in_seq_order_per_session() -> None:
     ]
     part.extend(rows[:3], 3, 0)
     v, _ = part.view()
-    part.extend(rows[3:] + [(5, "user", 0.0, "e", bytes(16), "s2", 7)], 5, 0)
+    part.extend([*rows[3:], (5, "user", 0.0, "e", bytes(16), "s2", 7)], 5, 0)
     assert part.prev[:5].tolist() == [-1, -1, 0, -1, 1]
     assert part.nxt[:5].tolist() == [2, 4, -1, -1, -1]
     assert v.n == 3  # the earlier view: row 1's next (4) is past it
@@ -183,9 +183,7 @@ def test_a_turn_is_found_by_the_question_it_answers() -> None:
 
     part = _partition.Partition(np, 4)
     texts = ["Did you read the book about adoption?", "Yes, self-acceptance mostly.", "ok"]
-    part.extend(
-        [(i + 1, "user", 0.0, t, bytes(16), "s", i) for i, t in enumerate(texts)], 3, 0
-    )
+    part.extend([(i + 1, "user", 0.0, t, bytes(16), "s", i) for i, t in enumerate(texts)], 3, 0)
     found = dict(_partition.lexical(np, part, ["adopt"], 5, None, None))
     assert set(found) == {1, 2} and found[1] > found[2]
 
@@ -213,7 +211,10 @@ def test_similarities_are_each_rows_best_key_sparse_or_dense(
     views = []
     for counts in batches:
         keys = [rng.standard_normal((c, dim)).astype(np.float32) for c in counts]
-        new = [(len(rows) + i + 1, "user", 0.0, "w", k.tobytes(), "s", None) for i, k in enumerate(keys)]
+        new = [
+            (len(rows) + i + 1, "user", 0.0, "w", k.tobytes(), "s", None)
+            for i, k in enumerate(keys)
+        ]
         part.extend(new, len(rows) + len(keys), 0)
         rows += keys
         views.append((part.view()[0], len(rows)))

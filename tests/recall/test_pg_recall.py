@@ -339,8 +339,9 @@ def test_a_store_from_before_terms_is_reindexed_by_them(postgresql: Any) -> None
     db = open_store(url)
     try:
         idx = RecallIndex(db, embedder=HashingEmbedder(dim=16))
-        idx.add([Message("m1", "user", content="We painted the fences")], user_id="u",
-                session_id="s")
+        idx.add(
+            [Message("m1", "user", content="We painted the fences")], user_id="u", session_id="s"
+        )
         items = idx.backend.items
         statement(idx, f"ALTER TABLE {items} DROP COLUMN tsv")
         statement(

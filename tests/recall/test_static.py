@@ -38,7 +38,9 @@ def reference() -> tuple[object, object]:
         max_size=40,
     )
 )
-def test_wordpiece_matches_the_reference_tokenizer(reference: tuple[object, object], text: str) -> None:
+def test_wordpiece_matches_the_reference_tokenizer(
+    reference: tuple[object, object], text: str
+) -> None:
     tok, ours = reference
     assert ours.encode(text) == tok.encode(text).ids  # type: ignore[attr-defined]
 

@@ -96,7 +96,7 @@ def boosts(query: str, times: Sequence[float], texts: Sequence[str]) -> list[flo
     months, years = _dates_named(query)
     if months or years:
         for i, at in enumerate(times):
-            when = dt.datetime.fromtimestamp(at, dt.timezone.utc)
+            when = dt.datetime.fromtimestamp(at, dt.UTC)
             if (not months or when.month in months) and (not years or when.year in years):
                 out[i] += DATE_MATCH_BOOST
     return out if any(out) else None

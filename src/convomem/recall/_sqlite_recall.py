@@ -10,7 +10,8 @@
   (``delete_session``, ``erase_user``, TTL expiry), so erasing a user removes vectors too.
 
 Search is exact and in memory (``_partition``): BM25F over an inverted index of the
-user's texts and their neighbours' in their sessions and one float32 matrix product over the user's vectors (numpy). Earlier
+user's texts and their session neighbours', and one float32 matrix product over the
+user's vectors (numpy). Earlier
 versions kept an FTS5 index; ``migrate`` drops it (FTS5's per-row ``bm25()`` was what
 made a query with a common word slow). Operations are generators of statements (``Q``),
 run on the store's own connections.
@@ -175,8 +176,9 @@ class SQLiteRecall:
             part = Partition(self.np, dim)
         while True:  # in pages: a user's rows are never all in memory twice
             rows = yield Q.all(
-                "SELECT rid, kind, created_at, text, vec, session_id, seq FROM convomem_recall_items "
-                "WHERE tenant = ? AND user_id = ? AND rid > ? ORDER BY rid LIMIT ?",
+                "SELECT rid, kind, created_at, text, vec, session_id, seq "
+                "FROM convomem_recall_items WHERE tenant = ? AND user_id = ? AND rid > ? "
+                "ORDER BY rid LIMIT ?",
                 (*scope, part.top, LOAD_PAGE),
             )
             self.loaded_rows += len(rows)

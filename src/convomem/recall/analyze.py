@@ -25,16 +25,18 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
-STOP_WORDS: Final = frozenset(
-    """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves s t d ll m re ve""".split()
-)
+_STOP: Final = """
+    a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during
+    each few for from further had has have having he her here hers herself him
+    himself his how i if in into is it its itself just me more most my myself no nor
+    not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where
+    which while who whom why will with would you your yours yourself yourselves s t
+    d ll m re ve
+"""
+STOP_WORDS: Final = frozenset(_STOP.split())
 """English function words (NLTK's list, contractions' fragments as the tokenizer splits
 them: "don't" is "don" and "t")."""
 
@@ -241,9 +243,8 @@ def stem(word: str) -> str:
         w = w[:-2]
     elif w.endswith(("ied", "ies")):
         w = w[:-2] if len(w) > 4 else w[:-1]
-    elif w.endswith("s") and not w.endswith(("us", "ss")):
-        if any(c in _VOWELS for c in w[:-2]):
-            w = w[:-1]
+    elif w.endswith("s") and not w.endswith(("us", "ss")) and any(c in _VOWELS for c in w[:-2]):
+        w = w[:-1]
     if w in _AFTER_1A:
         return w
     w = _step1b(w, r1)

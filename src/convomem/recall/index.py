@@ -125,7 +125,15 @@ class RecallIndex:
         fusion: str = "linear",
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank,
+            embedder,
+            candidates,
+            rrf_k,
+            cache_size,
+            batch_size,
+            clock,
+            vector_weight,
+            keys,
+            rerank,
             fusion,
         )
         self._owned = isinstance(db_or_url, str)

@@ -82,7 +82,15 @@ class AsyncRecallIndex:
         fusion: str = "linear",
     ) -> None:
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank,
+            embedder,
+            candidates,
+            rrf_k,
+            cache_size,
+            batch_size,
+            clock,
+            vector_weight,
+            keys,
+            rerank,
             fusion,
         )
         kind = _kind_of(db)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from ..errors import EmbeddingError, MissingDependency
 from ._wordpiece import WordPiece
@@ -35,7 +35,7 @@ class _Table:
     tokenizer, loaded once per process (``load``)."""
 
     _lock = threading.Lock()
-    _loaded: dict[Path, _Table] = {}
+    _loaded: ClassVar[dict[Path, _Table]] = {}
 
     def __init__(self, np: Any, path: Path) -> None:
         with np.load(path) as data:
