@@ -1,11 +1,11 @@
-"""Distill the static embedder's table (``recall/data/static-minilm-128.npz``) once, from
+"""Distill the static embedder's table (``recall/data/static-minilm-64.npz``) once, from
 all-MiniLM-L6-v2, offline:
 
     PYTHONPATH=src .venv/bin/python scripts/distill_static.py [--model-dir DIR]
 
 Each WordPiece token of MiniLM's vocabulary is run through the model alone
 (``[CLS] token [SEP]``, mean pooling: the model's own sentence vector of that token), as
-Model2Vec does. The vectors are centred, reduced to 128 dimensions by PCA, stored as int8
+Model2Vec does. The vectors are centred, reduced to 64 dimensions by PCA, stored as int8
 with a scale per token; each token gets a weight ``a / (a + p)`` (SIF, ``a = 1e-4``) with
 ``p`` its Zipf probability by vocabulary rank (BERT's vocabulary is ordered by frequency
 after its special and single-character entries), so "the" weighs little and "adoption"
@@ -24,10 +24,10 @@ import numpy as np
 
 from convomem.recall.minilm import MiniLMEmbedder
 
-DIM = 128
+DIM = 64
 SIF = 1e-4
 FIRST_WORD = 1996  # "the": BERT's vocabulary is ordered by frequency from here
-OUT = Path(__file__).resolve().parent.parent / "src/convomem/recall/data/static-minilm-128.npz"
+OUT = Path(__file__).resolve().parent.parent / "src/convomem/recall/data/static-minilm-64.npz"
 
 
 def main() -> None:

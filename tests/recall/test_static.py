@@ -80,4 +80,4 @@ def test_bad_input_is_an_embedding_error() -> None:
 def test_it_is_the_default_embedder_of_an_index() -> None:
     with RecallIndex("sqlite://") as idx:
         assert isinstance(idx._opts.embedder, StaticEmbedder)
-        assert idx.backend.model == "static-minilm-l6-128"
+        assert idx.backend.model == "static-minilm-l6-64"

@@ -82,8 +82,8 @@ class KeyVectors:
 
 def _scan(np: Any, cols: Any, count: int, query: Any, nz: Any, dense: bool) -> Any:
     """Dot products of ``query`` with the first ``count`` columns (float32)."""
-    if dense:
-        return query @ cols[:, :count]
+    if dense:  # over every column: a slice of the columns is not contiguous, and BLAS
+        return (query @ cols)[:count]  # on a strided matrix is ~8x slower than on all
     sims = np.zeros(count, dtype=np.float32)
     for d in nz.tolist():
         sims += query[d] * cols[d, :count]

@@ -41,20 +41,21 @@ from .fusion import _WORD, K1, NEXT_WEIGHT, PREV_WEIGHT, VECTOR_TOLERANCE, B
 _END: Final = "\x00"
 _WORD_OR_END: Final = re.compile(_WORD.pattern + "|\x00")
 
-_ASCII_SPLIT: Final = {c: " " for c in range(128) if not chr(c).isalnum() and chr(c) != _END} | {
-    ord(_END): " \x00 "
-}
+_ASCII_SPLIT: Final = bytes(
+    c if chr(c).isalnum() or c == 0 else 32 for c in range(256)
+)  # bytes.translate: letters, digits and the NUL that ends a text stay; the rest is a space
+_SEP: Final = f" {_END} "
 
 
 def split_words(texts: Sequence[str]) -> list[str]:
     """The folded words of ``texts``, each text's followed by ``_END``. ASCII runs are
-    split by ``str.translate`` + ``str.split`` (2-3x faster than the regex, same words:
-    in ASCII a word character is a letter or a digit)."""
+    split by ``bytes.translate`` + ``split`` (several times faster than the regex, same
+    words: in ASCII a word character is a letter or a digit)."""
     out: list[str] = []
     for i in range(0, len(texts), 2048):
-        joined = _END.join(fold(t).replace(_END, " ") for t in texts[i : i + 2048]) + _END
+        joined = _SEP.join(fold(t).replace(_END, " ") for t in texts[i : i + 2048]) + _SEP
         if joined.isascii():
-            out += joined.translate(_ASCII_SPLIT).split()
+            out += joined.encode("ascii").translate(_ASCII_SPLIT).decode("ascii").split()
         else:
             out += _WORD_OR_END.findall(joined)
     return out

@@ -6,8 +6,8 @@ and tens of milliseconds for a search's query. A static model looks each WordPie
 token up in a table and takes a weighted mean: ~100,000 texts a second and microseconds
 a query, so neither ingest nor search waits for it. The table was distilled once from
 MiniLM (``scripts/distill_static.py``: each token through the model alone, as Model2Vec
-does; PCA to 128 dimensions, int8, a SIF weight per token) and ships in the wheel
-(``recall/data``, 3.8 MB); numpy is the only dependency and nothing is downloaded.
+does; PCA to 64 dimensions, int8, a SIF weight per token) and ships in the wheel
+(``recall/data``, 2.1 MB); numpy is the only dependency and nothing is downloaded.
 
 On LoCoMo dev (real conversations) its cosines alone find an evidence turn in the top 10
 for about 0.54 of the questions (MiniLM itself 0.56); fused with BM25F they add about
@@ -26,7 +26,7 @@ from ._wordpiece import WordPiece
 
 __all__ = ["StaticEmbedder"]
 
-TABLE: Final = Path(__file__).resolve().parent / "data" / "static-minilm-128.npz"
+TABLE: Final = Path(__file__).resolve().parent / "data" / "static-minilm-64.npz"
 _SPECIAL: Final = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -59,7 +59,7 @@ class _Table:
 
 
 class StaticEmbedder:
-    """Static token embeddings distilled from all-MiniLM-L6-v2 (128 numbers, unit
+    """Static token embeddings distilled from all-MiniLM-L6-v2 (64 numbers, unit
     length); see the module docstring. ``table`` is another ``.npz`` made by
     ``scripts/distill_static.py`` (default: the one shipped).
 
@@ -79,8 +79,8 @@ class StaticEmbedder:
             raise MissingDependency("StaticEmbedder", "recall", "numpy") from None
         self._np = np
         self.path = TABLE if table is None else Path(table)
-        self.dim = 128
-        self.name = "static-minilm-l6-128" if table is None else f"static:{self.path.name}"
+        self.dim = 64
+        self.name = "static-minilm-l6-64" if table is None else f"static:{self.path.name}"
         self._table: _Table | None = None
 
     def _loaded(self) -> _Table:
