@@ -250,6 +250,8 @@ def search_gen(
         return found, near
 
     found, near = yield Db(op, False)
+    if backend.snapshot_due(scope):  # this search built a large partition: keep it
+        yield Db(lambda: backend.save_snapshot(scope), True)
     return [
         Hit(
             r.message_id,

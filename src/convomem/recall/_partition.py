@@ -129,7 +129,7 @@ class Partition:
         """About how much memory the partition holds."""
         return int(self.vecs.nbytes() + 44 * len(self.rids) + 16 * self.postings_count)
 
-    def _grow(self, need: int) -> None:
+    def grow(self, need: int) -> None:
         np = self.np
         if need <= len(self.rids):
             return
@@ -147,7 +147,7 @@ class Partition:
         with self.lock:
             fresh = [r for r in rows if r[0] > self.top]
             start, end = self.n, self.n + len(fresh)
-            self._grow(end)
+            self.grow(end)
             if fresh:
                 self.vecs.append([r[4] for r in fresh], start)
                 self.rids[start:end] = [r[0] for r in fresh]

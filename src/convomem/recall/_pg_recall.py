@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._backend import Item, Q, Row, Scope, embedding_meta
-from .analyze import terms as analyzed
+from ._pg_terms import index_terms, terms_column
 from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
@@ -42,11 +42,6 @@ LEXICAL_WINDOW = 2000
 """Matches ranked at most, shared by the query's words: each word's newest
 ``LEXICAL_WINDOW // words`` (500 each for four words). Ranking every row a common word
 matches made one-user searches slow; a rare word's matches all fit its share."""
-
-
-def index_terms(text: str) -> str:
-    """What ``tsv`` is made from: the text's terms (``analyze.terms``), space-joined."""
-    return " ".join(analyzed(text))
 
 
 def _literal(vec: Any) -> str:
@@ -171,43 +166,10 @@ class PgRecall:
             f"ON {self.keys} (tenant, user_id, rid)",
         ):
             yield Q.run(sql)
-        yield from self._terms_column()
+        yield from terms_column(self.schema, self.items)
         row = yield Q.one(f"SELECT value FROM {self.meta} WHERE key = 'dim'")
         if row is not None:  # a store from before the keys table: index its keys too
             yield from self._hnsw(int(row[0]))
-
-    def _terms_column(self) -> Op:
-        """A store from before ``terms`` (its ``tsv`` made from the text itself): each
-        row's terms computed here (``analyze.terms``, in pages), then ``tsv`` remade from
-        them, so both backends match the same words."""
-        items = self.items
-        yield Q.run(f"ALTER TABLE {items} ADD COLUMN IF NOT EXISTS terms TEXT NOT NULL DEFAULT ''")
-        row = yield Q.one(
-            "SELECT generation_expression FROM information_schema.columns WHERE "
-            "table_schema = %s AND table_name = 'convomem_recall_items' AND column_name = 'tsv'",
-            (self.schema,),
-        )
-        if row is not None and "terms" in str(row[0]):
-            return
-        last = 0
-        while True:
-            rows = yield Q.all(
-                f"SELECT rid, text FROM {items} WHERE rid > %s ORDER BY rid LIMIT 2000", (last,)
-            )
-            if not rows:
-                break
-            yield Q.run(
-                f"UPDATE {items} i SET terms = u.t FROM unnest(%s::bigint[], %s::text[]) "
-                "AS u(r, t) WHERE i.rid = u.r",
-                ([int(r[0]) for r in rows], [index_terms(r[1]) for r in rows]),
-            )
-            last = int(rows[-1][0])
-        yield Q.run(f"ALTER TABLE {items} DROP COLUMN IF EXISTS tsv")
-        yield Q.run(
-            f"ALTER TABLE {items} ADD COLUMN tsv TSVECTOR "
-            "GENERATED ALWAYS AS (to_tsvector('simple', terms)) STORED"
-        )
-        yield Q.run(f"CREATE INDEX IF NOT EXISTS convomem_recall_tsv ON {items} USING gin (tsv)")
 
     def _hnsw(self, dim: int) -> Op:
         for name, table in (
@@ -410,6 +372,10 @@ class PgRecall:
             ([a[0] for a in around], [a[1] for a in around], width, width, *scope),
         )
         return [Row(int(r[0]), *r[1:]) for r in found]
+
+    def snapshot_due(self, scope: Scope) -> bool:
+        """Never: PostgreSQL searches in the database, there is no partition to load."""
+        return False
 
     def delete(self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None) -> Op:
         sql = f"DELETE FROM {self.items} WHERE tenant = %s AND user_id = %s"
