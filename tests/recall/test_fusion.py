@@ -24,6 +24,7 @@ from convomem.recall.fusion import (
     VECTOR_WEIGHT,
     fuse,
     fuse_linear,
+    linear_weight_of,
     query_terms,
     tie_ranks,
     vector_weight_of,
@@ -175,6 +176,21 @@ def test_query_terms_split_like_fts5_unicode61() -> None:
         "café",
         "42",
     ]
+
+
+def test_the_linear_weight_is_the_embedders_unless_given() -> None:
+    class Declares:
+        linear_weight = 0.75
+
+        def embed(self, text: str) -> list[float]:
+            return [1.0, float(len(text))]
+
+    assert linear_weight_of(object()) == LINEAR_WEIGHT
+    assert linear_weight_of(Declares()) == 0.75
+    with RecallIndex("sqlite://", embedder=Declares()) as idx:
+        assert idx._opts.vector_weight == 0.75
+    with RecallIndex("sqlite://", embedder=Declares(), vector_weight=2) as idx:
+        assert idx._opts.vector_weight == 2.0
 
 
 def test_a_bad_fusion_is_named() -> None:

@@ -14,7 +14,7 @@ from ._core import Embed, Gen, Planned, add_gen, check_as_of, check_kinds, scope
 from ._facts_table import FactsTable, dump
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, _numpy, query_side
-from .fusion import FUSIONS, LINEAR_WEIGHT, vector_weight_of
+from .fusion import FUSIONS, linear_weight_of, vector_weight_of
 from .keys import keys_for
 
 QUERY_CACHE: Final = 10_000
@@ -95,8 +95,9 @@ class _Options:
             embedder = StaticEmbedder()
         self.embedder = embedder
         if self.fusion == "linear" and vector_weight is None:
-            vector_weight = LINEAR_WEIGHT
-        self.vector_weight = vector_weight_of(self.embedder, vector_weight)
+            self.vector_weight = linear_weight_of(self.embedder)
+        else:
+            self.vector_weight = vector_weight_of(self.embedder, vector_weight)
         self.keys = keys_for(self.embedder, keys)
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)

@@ -38,8 +38,8 @@ item before it in its session (often the question it answers) and the one after 
 on LoCoMo dev; see bench/README.md)."""
 LINEAR_WEIGHT: Final = 0.25
 """The vector list's weight in the linear fusion (``fuse_linear``), the lexical list's
-being 1: one weight for every embedder, learned on LoCoMo dev (0.2-0.3 within 0.5 points
-of each other for the static, MiniLM and E5 embedders)."""
+being 1, for an embedder that declares none (``linear_weight``): learned on LoCoMo dev
+for the static and hashing embedders (0.1-0.5 within a point of each other)."""
 _WORD = re.compile(r"[^\W_]+")
 MAX_TERMS: Final = 64
 
@@ -94,6 +94,12 @@ def fuse(
             score += vector_weight / (rrf_k + vr)
         out[key] = (score, lex.get(key), vec.get(key))
     return out
+
+
+def linear_weight_of(embedder: object) -> float:
+    """The vector list's weight in a linear fusion: the embedder's ``linear_weight``
+    (a trained model's, learned on the dev sets), else ``LINEAR_WEIGHT``."""
+    return vector_weight_of(embedder, getattr(embedder, "linear_weight", LINEAR_WEIGHT))
 
 
 def vector_weight_of(embedder: object, override: object = None) -> float:

@@ -100,10 +100,10 @@ class RecallIndex:
     ``candidates`` is how many lexical and how many vector candidates are fused;
     ``fusion`` how: ``"linear"`` (scores scaled to [0, 1] and added) or ``"rrf"``
     (reciprocal ranks, ``rrf_k`` the constant); ``vector_weight`` the vector list's
-    weight against the lexical list's 1 (None: ``fusion.LINEAR_WEIGHT`` for a linear
-    fusion, the embedder's ``fusion_weight`` for RRF); ``keys`` which texts each message is
-    embedded under (``recall.keys``: the whole text, its sentences, the exchange it
-    answers, the facts a user states; an item scores its best key; None: what the
+    weight against the lexical list's 1 (None: the embedder's ``linear_weight``, else
+    ``fusion.LINEAR_WEIGHT``, for a linear fusion; the embedder's ``fusion_weight`` for
+    RRF); ``keys`` which texts each message is embedded under (``recall.keys``: the
+    whole text, its sentences, the exchange it answers, the facts a user states; an item scores its best key; None: what the
     embedder declares); ``rerank`` whether a question about the present ("now") or a
     time ("when") reorders the best candidates, newer or dated items up (``_rerank``),
     before the cut to ``k``.
