@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # _core calls factors(); rerank() only handles its hits
 
 RECENCY_BOOST: Final = 0.5
 DATE_BOOST: Final = 0.3
-SPEAKER_BOOST: Final = 0.2
+SPEAKER_BOOST: Final = 0.4
 DATE_MATCH_BOOST: Final = 0.2
 """Added to a fused score (the lexical list's best is 1): chosen on LoCoMo dev."""
 

@@ -31,8 +31,8 @@ VECTOR_TOLERANCE: Final = 1e-6
 K1: Final = 1.2
 B: Final = 0.75
 """BM25's term-frequency saturation and length normalization, in both backends."""
-PREV_WEIGHT: Final = 0.5
-NEXT_WEIGHT: Final = 0.35
+PREV_WEIGHT: Final = 0.7
+NEXT_WEIGHT: Final = 0.5
 """The weights of an item's neighbours' terms in its BM25F document (its own: 1): the
 item before it in its session (often the question it answers) and the one after (chosen
 on LoCoMo dev; see bench/README.md)."""
