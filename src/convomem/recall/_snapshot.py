@@ -56,10 +56,11 @@ def dump(np: Any, part: Partition) -> bytes:
         "kind_names": _text(list(part.kind_codes)),
         "words": _text(words),
         "counts": counts,
-        "rows": np.frombuffer(b"".join(r.tobytes() for r in rows), dtype=np.int64),
+        # stored as int32 (rows and counts fit): half the blob to read back
+        "rows": np.frombuffer(b"".join(r.tobytes() for r in rows), dtype=np.int64).astype(np.int32),
         "tfs": np.frombuffer(
             b"".join(part.postings[w][1].tobytes() for w in words), dtype=np.int64
-        ),
+        ).astype(np.int32),
         "sessions": _text(list(part.last)),
         "last": np.array([r for r, _ in part.last.values()], dtype=np.int64),
         "seqs": np.array([-1 if s is None else s for _, s in part.last.values()], dtype=np.int64),
@@ -83,7 +84,7 @@ def load(np: Any, blob: bytes) -> Partition:
         part.n, part.top, part.added, part.removed = n, top, added, removed
         part.kind_codes = {k: i for i, k in enumerate(_items(data["kind_names"]))}
         ends = np.cumsum(data["counts"])
-        rows, tfs = data["rows"], data["tfs"]
+        rows, tfs = data["rows"].astype(np.int64), data["tfs"].astype(np.int64)
         start = 0
         for word, end in zip(_items(data["words"]), ends.tolist(), strict=True):
             part.postings[word] = (
