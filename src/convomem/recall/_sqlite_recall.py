@@ -190,10 +190,17 @@ class SQLiteRecall:
             return part
         if part is None or part.removed != removed or part.dim != dim:
             part = Partition(self.np, dim)
-            saved = yield Q.one(
-                "SELECT removed, data FROM convomem_recall_snapshots "
-                "WHERE tenant = ? AND user_id = ?",
-                scope,
+            # only a user with as many items as a snapshot needs can have one
+            saved = (
+                None
+                if added - removed < MIN_ROWS
+                else (
+                    yield Q.one(
+                        "SELECT removed, data FROM convomem_recall_snapshots "
+                        "WHERE tenant = ? AND user_id = ?",
+                        scope,
+                    )
+                )
             )
             if saved is not None and saved[0] == removed:
                 restored = _snapshot.load(self.np, saved[1])
