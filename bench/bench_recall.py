@@ -9,7 +9,9 @@ the facts a user message states; random words state few) in two
 layouts: **one user** holding
 them all, and **spread** over ``--users`` users (same total). Then ``--queries``
 searches (3-6 words; k=10), each for a random user of the layout, timed one by one
-(p50/p99, after one warm-up search per user measured separately as "cold").
+(p50/p99, after one warm-up search per user measured separately as "cold"); then, on
+SQLite, a new index on the same file times its first search ("after a restart": the
+partition from its snapshot, ``recall._snapshot``, or from the rows).
 
 Floors measured in the same run:
 
@@ -269,6 +271,17 @@ def run_backend(name: str, url: str, texts: list[str], queries: list[str], args:
         )
         idx.close()
         db.close()
+        if name == "sqlite":  # a new process's first search: the snapshot or the rows
+            again = RecallIndex(url, embedder=args.emb, keys=args.keys)
+            t0 = time.perf_counter()
+            again.search(queries[0], user_id="user0", k=10)
+            restart = time.perf_counter() - t0
+            print(
+                f"{name:10} users={users:>5}  first search after a restart "
+                f"{restart * 1e3:7.1f} ms (rows read {again.backend.loaded_rows})",
+                flush=True,
+            )
+            again.close()
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).unlink(missing_ok=True)
         url = args.next_url(name)

@@ -159,7 +159,7 @@ def test_the_embedder_option_reaches_the_settings(tmp_path: Path) -> None:
     args = build_parser().parse_args(["serve", "--store", store, "--embedder", "e5"])
     assert settings_of(args).embedder == "e5"
     args = build_parser().parse_args(["serve", "--store", store])
-    assert settings_of(args).embedder == "hashing"
+    assert settings_of(args).embedder == "static"
     one_line_failure(*run("serve", "--embedder", "bert"))
 
 

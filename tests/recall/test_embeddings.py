@@ -754,10 +754,15 @@ def test_finder_restarts_when_the_dimension_changes() -> None:
 
 
 def test_embedder_named_builds_each_kind_and_names_a_bad_one() -> None:
-    from convomem.recall import E5Embedder, MiniLMEmbedder
+    from convomem.recall import E5Embedder, MiniLMEmbedder, StaticEmbedder
     from convomem.recall.embedders import EMBEDDERS, embedder_named
 
-    kinds = {"hashing": HashingEmbedder, "minilm": MiniLMEmbedder, "e5": E5Embedder}
+    kinds = {
+        "static": StaticEmbedder,
+        "hashing": HashingEmbedder,
+        "minilm": MiniLMEmbedder,
+        "e5": E5Embedder,
+    }
     assert set(EMBEDDERS) == set(kinds)
     for name, cls in kinds.items():
         assert type(embedder_named(name)) is cls

@@ -1,6 +1,7 @@
-"""The hybrid ranking against a brute-force oracle: exact BM25 (over the user's own items)
-and exact cosine computed in Python over the same corpus, fused by reciprocal rank
-fusion, give the same ranking as the SQLite index."""
+"""The hybrid ranking against a brute-force oracle: exact BM25F (over the user's own
+items and their session neighbours, ``_recall_oracle``) and exact cosine computed in
+Python over the same corpus, fused linearly or by reciprocal rank fusion, of repeated
+texts the best only, give the same ranking as the SQLite index."""
 
 from __future__ import annotations
 
@@ -13,40 +14,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _recall_oracle import bm25f, close_ranking, linear
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
+from convomem.recall.analyze import query_terms as analyzed
 from convomem.recall.fusion import (
+    LINEAR_WEIGHT,
     VECTOR_WEIGHT,
     fuse,
+    fuse_linear,
+    linear_weight_of,
     query_terms,
     tie_ranks,
     vector_weight_of,
 )
 
 EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "40"))
-WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "paris", "train", "cafe"]
+WORDS = ["peanut", "allergy", "oak", "street", "invoice", "blue", "paris", "train", "cafe", "the"]
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
-K1, B = 1.2, 0.75
-
-
-def bm25_oracle(corpus: list[str], query: str) -> list[float]:
-    """Okapi BM25 over every row of one user's corpus, IDF ``ln(1 + (N - df + .5) /
-    (df + .5))``, written out in plain Python."""
-    docs = [t.split() for t in corpus]
-    n = len(docs)
-    avgdl = sum(len(d) for d in docs) / n
-    scores = [0.0] * n
-    for term in query_terms(query):
-        hits = sum(term in d for d in docs)
-        if not hits:
-            continue
-        idf = math.log(1.0 + (n - hits + 0.5) / (hits + 0.5))
-        for i, d in enumerate(docs):
-            f = d.count(term)
-            if f:
-                scores[i] += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * len(d) / avgdl))
-    return scores
 
 
 def unit32(v: Any) -> Any:
@@ -73,7 +59,7 @@ def brute_rrf(
     }
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(
     mine=st.lists(texts, min_size=1, max_size=10),
     theirs=st.lists(texts, max_size=6),
@@ -81,45 +67,76 @@ def brute_rrf(
     k=st.integers(1, 12),
     rrf_k=st.integers(0, 80),
     weight=st.sampled_from([None, 0.0, 0.25, 1.0, 3.0]),
+    fusion=st.sampled_from(["linear", "rrf"]),
+    sessions=st.integers(1, 3),
 )
 def test_hybrid_ranking_matches_the_brute_force_oracle(
-    mine: list[str], theirs: list[str], query: str, k: int, rrf_k: int, weight: float | None
+    mine: list[str],
+    theirs: list[str],
+    query: str,
+    k: int,
+    rrf_k: int,
+    weight: float | None,
+    fusion: str,
+    sessions: int,
 ) -> None:
-    """Weighted RRF; ``weight=None``: the embedder's declared ``fusion_weight``."""
+    """``weight=None``: ``LINEAR_WEIGHT`` (linear), the embedder's ``fusion_weight``
+    (RRF). The user's items are spread over ``sessions`` sessions (their neighbours)."""
     emb = HashingEmbedder(dim=48)
-    opts = {"candidates": 64, "rrf_k": rrf_k, "vector_weight": weight}
+    opts = {"candidates": 64, "rrf_k": rrf_k, "vector_weight": weight, "fusion": fusion}
+    where = [(f"s{i % sessions}", i) for i in range(len(mine))]
     with RecallIndex("sqlite://", embedder=emb, **opts) as idx:
         idx.add(
             [Message(f"o{i}", "user", content=t) for i, t in enumerate(theirs)],
             user_id="other",
-            session_id="s",
+            session_id="s0",
         )
-        idx.add(
-            [Message(f"m{i}", "user", content=t) for i, t in enumerate(mine)],
-            user_id="me",
-            session_id="s",
-        )
+        for i, t in enumerate(mine):
+            idx.add([Message(f"m{i}", "user", content=t)], user_id="me", session_id=where[i][0])
         hits = idx.search(query, user_id="me", k=k)
-    rid = {i: len(theirs) + 1 + i for i in range(len(mine))}  # insertion order
-    bm25 = bm25_oracle(mine, query)
-    lexical = {i: s for i, s in enumerate(bm25) if s > 0}
+    scores = bm25f(mine, where, analyzed(query))
+    lexical = {i: s for i, s in enumerate(scores) if s > 0}
     q = unit32(emb.embed(query))
     cos = {
         i: float(unit32(emb.embed(t)).astype(np.float64) @ q.astype(np.float64))
         for i, t in enumerate(mine)
     }
     vector = {i: c for i, c in cos.items() if c > 1e-6}
-    fused = brute_rrf(lexical, vector, rrf_k, emb.fusion_weight if weight is None else weight)
-    expected = sorted(fused, key=lambda i: (-fused[i], -rid[i]))[:k]
-    assert [h.message_id for h in hits] == [f"m{i}" for i in expected]
-    for h, i in zip(hits, expected, strict=True):
-        assert h.score == fused[i]
+    if fusion == "linear":
+        fused = linear(lexical, vector, LINEAR_WEIGHT if weight is None else weight)
+    else:
+        fused = brute_rrf(lexical, vector, rrf_k, emb.fusion_weight if weight is None else weight)
+    order = sorted(fused, key=lambda i: (-fused[i], -i))
+    best: dict[str, float] = {}
+    for i in order:  # of repeated texts, the best only
+        best.setdefault(mine[i], fused[i])
+    assert len({h.text for h in hits}) == len(hits)
+    assert close_ranking([h.score for h in hits], list(best.values()), k, tol=1e-6)
+    for h in hits:
+        i = int(h.message_id[1:])
+        assert math.isclose(h.score, fused[i], rel_tol=1e-6, abs_tol=1e-9)
         assert (h.lexical is None) == (i not in lexical)
         if h.lexical is not None:
             assert math.isclose(h.lexical, lexical[i], rel_tol=1e-9)
         assert (h.similarity is None) == (i not in vector)
         if h.similarity is not None:
             assert math.isclose(h.similarity, vector[i], abs_tol=1e-6)
+
+
+@given(
+    lexical=st.dictionaries(st.integers(0, 20), st.floats(0.01, 50.0), max_size=12),
+    vector=st.dictionaries(st.integers(0, 20), st.floats(-1.0, 1.0), max_size=12),
+    weight=st.floats(0.0, 4.0),
+)
+def test_fuse_linear_matches_its_formula(
+    lexical: dict[int, float], vector: dict[int, float], weight: float
+) -> None:
+    got = fuse_linear(list(lexical.items()), list(vector.items()), vector_weight=weight)
+    want = linear(lexical, vector, weight)
+    assert set(got) == set(want)
+    for key, (score, lex, cos) in got.items():
+        assert math.isclose(score, want[key], rel_tol=1e-9, abs_tol=1e-9)
+        assert lex == lexical.get(key) and cos == vector.get(key)
 
 
 def test_tie_ranks_share_a_rank_and_skip_after() -> None:
@@ -159,3 +176,23 @@ def test_query_terms_split_like_fts5_unicode61() -> None:
         "café",
         "42",
     ]
+
+
+def test_the_linear_weight_is_the_embedders_unless_given() -> None:
+    class Declares:
+        linear_weight = 0.75
+
+        def embed(self, text: str) -> list[float]:
+            return [1.0, float(len(text))]
+
+    assert linear_weight_of(object()) == LINEAR_WEIGHT
+    assert linear_weight_of(Declares()) == 0.75
+    with RecallIndex("sqlite://", embedder=Declares()) as idx:
+        assert idx._opts.vector_weight == 0.75
+    with RecallIndex("sqlite://", embedder=Declares(), vector_weight=2) as idx:
+        assert idx._opts.vector_weight == 2.0
+
+
+def test_a_bad_fusion_is_named() -> None:
+    with pytest.raises(ConfigError, match="fusion='sum'"):
+        RecallIndex("sqlite://", fusion="sum")

@@ -123,7 +123,9 @@ def test_a_fact_said_in_passing_is_found_by_its_sentence_key() -> None:
     )
     scores = {}
     for keys in (["message"], ["message", "sentences"]):
-        with RecallIndex("sqlite://", keys=keys, vector_weight=1.0) as idx:
+        with RecallIndex(
+            "sqlite://", embedder=HashingEmbedder(), keys=keys, vector_weight=1.0
+        ) as idx:
             idx.add([Message("m1", "user", content=text)], user_id="u", session_id="s")
             (hit,) = idx.search("work as a pharmacist", user_id="u", k=1)
             scores[len(keys)] = hit.similarity
@@ -139,7 +141,9 @@ def test_a_fact_the_message_implies_is_found_by_its_statement() -> None:
         (list(KINDS), "assistant"),
         (list(KINDS), "user"),
     ):
-        with RecallIndex("sqlite://", keys=keys, vector_weight=1.0) as idx:
+        with RecallIndex(
+            "sqlite://", embedder=HashingEmbedder(), keys=keys, vector_weight=1.0
+        ) as idx:
             idx.add([Message("m1", role, content=text)], user_id="u", session_id="s")
             (hit,) = idx.search("what is my diet", user_id="u", k=1)
             scores[len(keys), role] = hit.similarity

@@ -32,7 +32,7 @@ def test_filtered_vector_search_returns_k_for_one_user(postgresql: Any) -> None:
             Message(f"o{i}", "user", content=f"weather numbers report {i}") for i in range(600)
         ]
         idx.add(others, user_id="crowd", session_id="s")
-        mine = [Message(f"m{i}", "user", content=f"my cat number {i}") for i in range(15)]
+        mine = [Message(f"m{i}", "user", content=f"my cat numbr {i}") for i in range(15)]
         idx.add(mine, user_id="me", session_id="s")
         query = "numbers"  # a word of the crowd's items only; mine are near it by vector
         hits = idx.search(query, user_id="me", k=10)
@@ -329,4 +329,31 @@ def test_an_index_with_every_key_kind_finds_what_the_sqlite_one_finds(postgresql
     finally:
         for idx in indexes:
             idx.close()
+        db.close()
+
+
+def test_a_store_from_before_terms_is_reindexed_by_them(postgresql: Any) -> None:
+    """An items table whose ``tsv`` was made from the text: opening the index computes
+    each row's terms and remakes ``tsv`` from them, so stems match as on SQLite."""
+    url = postgresql.fresh_url()
+    db = open_store(url)
+    try:
+        idx = RecallIndex(db, embedder=HashingEmbedder(dim=16))
+        idx.add(
+            [Message("m1", "user", content="We painted the fences")], user_id="u", session_id="s"
+        )
+        items = idx.backend.items
+        statement(idx, f"ALTER TABLE {items} DROP COLUMN tsv")
+        statement(
+            idx,
+            f"ALTER TABLE {items} ADD COLUMN tsv TSVECTOR "
+            "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
+        )
+        statement(idx, f"UPDATE {items} SET terms = ''")
+        assert [h.lexical for h in idx.search("paint fence", user_id="u")] in ([], [None])
+        again = RecallIndex(db, embedder=HashingEmbedder(dim=16))
+        (hit,) = again.search("paint fence", user_id="u")
+        assert hit.message_id == "m1" and hit.lexical is not None
+        assert sql(again, f"SELECT terms FROM {items}") == [("paint fenc",)]
+    finally:
         db.close()

@@ -111,7 +111,7 @@ def test_search_reranks_its_best_candidates_before_the_cut(
 
 def test_the_newer_statement_comes_first_for_a_now_question_and_rerank_false_keeps_it() -> None:
 
-    old = Message("old", "user", content="My gym is FitLab near the station", created_at=1.0)
+    old = Message("old", "user", content="My gym is the FitLab gym at the station", created_at=1.0)
     filler = [Message(f"f{i}", "user", content=f"note {i}", created_at=2.0 + i) for i in range(5)]
     new = Message("new", "user", content="I switched gym to PulseHaus", created_at=10.0)
     with open_store("sqlite://") as db:

@@ -79,11 +79,8 @@ def test_partitions_stay_under_the_memory_cap() -> None:
 
 def test_words_match_with_diacritics_folded() -> None:
     with RecallIndex("sqlite://", embedder=HashingEmbedder(dim=32)) as idx:
-        idx.add(
-            [Message("m1", "user", content="at the Café Noël"), Message("m2", "user", content="x")],
-            user_id="u",
-            session_id="s",
-        )
+        for mid, text in (("m1", "at the Café Noël"), ("m2", "x")):  # no neighbours
+            idx.add([Message(mid, "user", content=text)], user_id="u", session_id=mid)
         for query in ("cafe", "CAFÉ", "noel"):
             hits = [h for h in idx.search(query, user_id="u") if h.lexical is not None]
             assert [h.message_id for h in hits] == ["m1"]
@@ -117,3 +114,48 @@ def test_the_fts5_index_of_earlier_versions_is_dropped(tmp_path: Path) -> None:
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
     assert not {n for n in names if "fts" in n or "vocab" in n or n == "convomem_recall_ai"}
+
+
+def test_a_snapshot_loads_a_partition_in_one_read_and_goes_with_any_removal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search that builds a large partition saves it; a new process restores it
+    (no item row read), then reads only the rows added since, and ranks exactly as a
+    partition built from the rows; deleting any of the user's items deletes the
+    snapshot, so an erased item is in no snapshot and the next process rebuilds."""
+    from convomem.recall import _sqlite_recall
+
+    monkeypatch.setattr(_sqlite_recall, "MIN_ROWS", 50)
+    url = f"sqlite:///{tmp_path}/r.db"
+    words = ["blue", "train", "paint", "sunrise", "adopt", "dog", "camp", "book", "race"]
+    msgs = [
+        Message(f"m{i}", "user", content=f"{words[i % 9]} {words[i * 7 % 9]} {i}")
+        for i in range(120)
+    ]
+    queries = ["blue train", "painting sunrises", "adopted a dog", "camping books 7"]
+    with RecallIndex(url) as first:
+        for s in range(4):
+            first.add(
+                msgs[s * 30 : (s + 1) * 30], user_id="u", session_id=f"s{s}", seqs=list(range(30))
+            )
+        want = [first.search(q, user_id="u", neighbours=1) for q in queries]
+        assert first.backend.loaded_rows == 120
+    with sqlite3.connect(f"{tmp_path}/r.db") as conn:
+        assert conn.execute("SELECT rows FROM convomem_recall_snapshots").fetchall() == [(120,)]
+    with RecallIndex(url) as second:
+        assert [second.search(q, user_id="u", neighbours=1) for q in queries] == want
+        assert second.backend.loaded_rows == 0  # restored
+        extra = [Message("n1", "user", content="blue train again")]
+        second.add(extra, user_id="u", session_id="s0", seqs=[30])
+        fresh = RecallIndex(url)
+        for q in queries:
+            assert second.search(q, user_id="u") == fresh.search(q, user_id="u")
+        assert second.backend.loaded_rows == 1  # the new row only
+        second.delete(user_id="u", session_id="s1")
+        fresh.close()
+    with sqlite3.connect(f"{tmp_path}/r.db") as conn:
+        assert conn.execute("SELECT count(*) FROM convomem_recall_snapshots").fetchone() == (0,)
+    with RecallIndex(url) as third:
+        hits = third.search("blue train", user_id="u", k=50)
+        assert third.backend.loaded_rows == 91  # rebuilt from the rows
+        assert not {h.session_id for h in hits} & {"s1"}

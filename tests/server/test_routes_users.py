@@ -131,7 +131,8 @@ def test_a_recall_index_in_another_database_is_erased_too(
     assert {x["session_id"] for x in hits} == {"s2"}
     assert client.delete("/v1/users/ana", headers=h).json()["items"] >= 1
     _seed(client, h, "s3", "ana", ["hello"])
-    assert client.post("/v1/recall/search", json=search, headers=h).json()["hits"] == []
+    hits = client.post("/v1/recall/search", json=search, headers=h).json()["hits"]
+    assert {x["session_id"] for x in hits} <= {"s3"}  # what is new only (by vector)
 
 
 def test_the_embedder_setting_chooses_what_recall_embeds_with(

@@ -26,6 +26,7 @@ from .neardup import (
     find_near_duplicates,
 )
 from .openai_embeddings import OpenAIEmbedder
+from .static import StaticEmbedder
 
 __all__ = [
     "COSINE_TOLERANCE",
@@ -49,6 +50,7 @@ __all__ = [
     "RecallIndex",
     "RecallOutcome",
     "RecallStatus",
+    "StaticEmbedder",
     "Turn",
     "Vector",
     "find_near_duplicates",

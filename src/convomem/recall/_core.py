@@ -20,8 +20,9 @@ from ..errors import ConfigError, InvalidMessage, MessageConflict
 from ..model import Message
 from ..stores.records import check_name
 from ._backend import Item, Scope
-from ._rerank import asks_present, asks_when, factors
-from .fusion import fuse, query_terms
+from ._rerank import boosts, factors
+from .analyze import query_terms as analyzed_terms
+from .fusion import MAX_TERMS, fuse, fuse_linear
 from .keys import exchanges, message_keys
 
 
@@ -213,13 +214,16 @@ def search_gen(
     neighbours: int = 0,
     vector_weight: float = 1.0,
     rerank: bool = False,
+    fusion: str = "rrf",
 ) -> Gen:
-    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``);
-    ``rerank``: a "now" or "when" question reorders the best ``candidates`` by
-    ``_rerank.factors`` before the cut."""
+    """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``):
+    the lexical and vector candidates fused (``fusion``: ``fuse_linear`` or ``fuse``);
+    of the best ``candidates``, of items with the same text the best only, raised by what
+    the query names (``_rerank.boosts``) and, with ``rerank``, reordered for "now" and
+    "when" questions (``_rerank.factors``); the first ``k``."""
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r}: must be a string")
-    terms = query_terms(query)
+    terms = analyzed_terms(query, MAX_TERMS)
     n = max(candidates, k)
     qvec = None
     if query.strip():
@@ -231,16 +235,14 @@ def search_gen(
     def op() -> Generator[Any, Any, Any]:
         lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
         vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
-        fused = fuse(lexical, vector, rrf_k=rrf_k, vector_weight=vector_weight)
-        wide = rerank and (asks_present(query) or asks_when(query))
-        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[: n if wide else k]
+        if fusion == "linear":
+            fused = fuse_linear(lexical, vector, vector_weight=vector_weight)
+        else:
+            fused = fuse(lexical, vector, rrf_k=rrf_k, vector_weight=vector_weight)
+        top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:n]
         rows = yield from backend.rows(scope, top)
         found = [(rows[rid], fused[rid]) for rid in top if rid in rows]
-        by = wide and factors(query, [r.created_at for r, _ in found], [r.text for r, _ in found])
-        if by:
-            found = [(r, (s * f, x, c)) for (r, (s, x, c)), f in zip(found, by, strict=True)]
-            found.sort(key=lambda rf: -rf[1][0])  # stable: equal scores keep their order
-        found = found[:k]
+        found = reorder(query, distinct(found), rerank)[:k]
         near: list[Any] = []
         around = sorted({(r.session_id, r.seq) for r, _ in found if r.seq is not None})
         if neighbours and around:
@@ -248,6 +250,8 @@ def search_gen(
         return found, near
 
     found, near = yield Db(op, False)
+    if backend.snapshot_due(scope):  # this search built a large partition: keep it
+        yield Db(lambda: backend.save_snapshot(scope), True)
     return [
         Hit(
             r.message_id,
@@ -263,6 +267,37 @@ def search_gen(
         )
         for r, (score, lex, cos) in found
     ]
+
+
+Scored = tuple[Any, tuple[float, float | None, float | None]]
+
+
+def reorder(query: str, found: list[Scored], rerank: bool) -> list[Scored]:
+    """The candidates (best first) with what the query names added to their scores
+    (``boosts``) and, with ``rerank``, "now" and "when" factors applied; re-sorted,
+    equal scores keeping their order."""
+    times = [r.created_at for r, _ in found]
+    texts = [r.text for r, _ in found]
+    add = boosts(query, times, texts)
+    by = rerank and factors(query, times, texts)
+    if not add and not by:
+        return found
+    out = []
+    for i, (r, (s, x, c)) in enumerate(found):
+        out.append((r, ((s + (add[i] if add else 0.0)) * (by[i] if by else 1.0), x, c)))
+    out.sort(key=lambda rf: -rf[1][0])  # stable
+    return out
+
+
+def distinct(found: list[Scored]) -> list[Scored]:
+    """The candidates without repeated texts (the first of each text stays)."""
+    seen: set[str] = set()
+    out = []
+    for r, s in found:
+        if r.text not in seen:
+            seen.add(r.text)
+            out.append((r, s))
+    return out
 
 
 def context_of(hit: Any, near: Sequence[Any], width: int) -> tuple[Turn, ...]:

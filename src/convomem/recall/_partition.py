@@ -1,6 +1,6 @@
 """One user's recall items in memory, for the embedded (SQLite) backend: a float32 matrix
 of the items' unit key vectors (``recall.keys``: one or more an item; an item scores its
-best key) and an inverted index of the texts' words, searched exactly with numpy.
+best key) and an inverted index of the texts' terms, searched exactly with numpy.
 
 Why in memory: an exact vector search must read every vector of the user anyway, and
 FTS5's ``bm25()`` costs about 2 us per matching row and cannot stop early (``ORDER BY
@@ -8,10 +8,17 @@ rank LIMIT n`` scores every match), so a query with a common word scored tens of
 thousands of rows (50-180 ms at 10^5 items). Here a query term costs a few numpy
 operations over its posting list.
 
-Lexical relevance is Okapi BM25 (``K1``, ``B``; the non-negative IDF
+Lexical relevance is BM25F (``K1``, ``B``; the non-negative IDF
 ``ln(1 + (N - df + 0.5) / (df + 0.5))``) with statistics of the user's own items only,
-so no other user's texts shape a user's scores. Words are ``fusion.query_terms``'s
-(letters and digits, lowercased) after diacritics are folded (``café`` = ``cafe``).
+so no other user's texts shape a user's scores. Terms are ``analyze.terms`` (folded, stop
+words out, English stems). An item's document is its own text plus, at lower weights,
+the texts of its neighbours in its session (``PREV_WEIGHT`` the item before,
+``NEXT_WEIGHT`` the one after): in a conversation the answer's words are often in the
+question it answers ("What did you take from the book?" / "Self-acceptance."). The
+neighbours are the items indexed just before and after in the same session (in seq
+order when seqs are given), linked as rows arrive (``prev``/``nxt``), and the weighted
+term frequencies are summed at query time from the terms' own postings, so an item that
+gains a neighbour later is scored with it at once and the postings only grow.
 
 A partition only grows in place (rows past ``n`` are written before ``n`` moves, under
 ``lock``); a removal makes the backend build a new one. A search takes a consistent view
@@ -23,59 +30,48 @@ from __future__ import annotations
 import math
 import re
 import threading
-import unicodedata
 from array import array
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from ._keyvecs import KeyVectors, Snapshot, similarities
-from .fusion import _WORD, K1, VECTOR_TOLERANCE, B, query_terms
+from .analyze import analyze_words, fold
+from .fusion import _WORD, K1, NEXT_WEIGHT, PREV_WEIGHT, VECTOR_TOLERANCE, B
 
 _END: Final = "\x00"
 _WORD_OR_END: Final = re.compile(_WORD.pattern + "|\x00")
 
-
-def fold(word: str) -> str:
-    """``word`` lowercased with its diacritics removed (and no NUL: it ends texts)."""
-    word = word.lower()
-    if _END in word:
-        word = word.replace(_END, " ")
-    if word.isascii():
-        return word
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-_ASCII_SPLIT: Final = {c: " " for c in range(128) if not chr(c).isalnum() and chr(c) != _END} | {
-    ord(_END): " \x00 "
-}
+_ASCII_SPLIT: Final = bytes(
+    c if chr(c).isalnum() or c == 0 else 32 for c in range(256)
+)  # bytes.translate: letters, digits and the NUL that ends a text stay; the rest is a space
+_SEP: Final = f" {_END} "
 
 
 def split_words(texts: Sequence[str]) -> list[str]:
     """The folded words of ``texts``, each text's followed by ``_END``. ASCII runs are
-    split by ``str.translate`` + ``str.split`` (2-3x faster than the regex, same words:
-    in ASCII a word character is a letter or a digit)."""
+    split by ``bytes.translate`` + ``split`` (several times faster than the regex, same
+    words: in ASCII a word character is a letter or a digit)."""
     out: list[str] = []
     for i in range(0, len(texts), 2048):
-        joined = _END.join(map(fold, texts[i : i + 2048])) + _END
+        joined = _SEP.join(fold(t).replace(_END, " ") for t in texts[i : i + 2048]) + _SEP
         if joined.isascii():
-            out += joined.translate(_ASCII_SPLIT).split()
+            out += joined.encode("ascii").translate(_ASCII_SPLIT).decode("ascii").split()
         else:
             out += _WORD_OR_END.findall(joined)
     return out
 
 
-def search_terms(terms: Sequence[str]) -> list[str]:
-    """The distinct folded words of a query's terms, in order."""
-    out: dict[str, None] = {}
-    for t in terms:
-        for w in query_terms(fold(t)):
-            out.setdefault(w, None)
-    return list(out)
+def split_terms(texts: Sequence[str]) -> list[str]:
+    """``split_words`` with each word replaced by its term and stop words left out (the
+    analyzer runs once per distinct word)."""
+    toks = split_words(texts)
+    terms = analyze_words(set(toks) - {_END})
+    terms[_END] = _END
+    return [t for t in map(terms.__getitem__, toks) if t is not None]
 
 
 def length_norm(dl: Any, avgdl: float) -> Any:
-    """BM25's length normalization of documents of ``dl`` words."""
+    """BM25's length normalization of documents of ``dl`` (weighted) terms."""
     return K1 * (1.0 - B + B * dl / avgdl)
 
 
@@ -97,8 +93,10 @@ class View(NamedTuple):
     rids: Any
     created: Any
     kinds: Any
-    norms: Any  # length_norm of each row, for this n
+    norms: Any  # length_norm of each row's document, for this n
     kind_codes: dict[str, int]
+    prev: Any  # the row before each row in its session, or -1
+    nxt: Any  # the row after (only those < n count), or -1
 
 
 class Partition:
@@ -115,7 +113,9 @@ class Partition:
         self.created = np.empty(16, dtype=np.float64)
         self.kinds = np.empty(16, dtype=np.int32)
         self.lengths = np.empty(16, dtype=np.float64)
-        self.total_length = 0
+        self.prev = np.empty(16, dtype=np.int64)
+        self.nxt = np.empty(16, dtype=np.int64)
+        self.last: dict[str, tuple[int, int | None]] = {}  # session -> its last (row, seq)
         self._norms: tuple[int, Any] = (-1, None)  # (n, length_norm of rows [0, n))
         self.kind_codes: dict[str, int] = {}
         self.postings: dict[str, tuple[array[int], array[int]]] = {}
@@ -127,26 +127,27 @@ class Partition:
 
     def nbytes(self) -> int:
         """About how much memory the partition holds."""
-        return int(self.vecs.nbytes() + 28 * len(self.rids) + 16 * self.postings_count)
+        return int(self.vecs.nbytes() + 44 * len(self.rids) + 16 * self.postings_count)
 
-    def _grow(self, need: int) -> None:
+    def grow(self, need: int) -> None:
         np = self.np
         if need <= len(self.rids):
             return
         size = max(need, 2 * len(self.rids))
-        for name in ("rids", "created", "kinds", "lengths"):
+        for name in ("rids", "created", "kinds", "lengths", "prev", "nxt"):
             old = getattr(self, name)
             new = np.empty(size, dtype=old.dtype)
             new[: self.n] = old[: self.n]
             setattr(self, name, new)
 
     def extend(self, rows: Sequence[Any], added: int, removed: int) -> None:
-        """Append ``(rid, kind, created_at, text, vec)`` rows (those newer than what is
-        loaded: another thread may have loaded some), and note the counters read."""
+        """Append ``(rid, kind, created_at, text, vec, session_id, seq)`` rows (those newer
+        than what is loaded: another thread may have loaded some), link each to the row
+        before it in its session, and note the counters read."""
         with self.lock:
             fresh = [r for r in rows if r[0] > self.top]
             start, end = self.n, self.n + len(fresh)
-            self._grow(end)
+            self.grow(end)
             if fresh:
                 self.vecs.append([r[4] for r in fresh], start)
                 self.rids[start:end] = [r[0] for r in fresh]
@@ -154,17 +155,33 @@ class Partition:
                 codes = self.kind_codes
                 self.kinds[start:end] = [codes.setdefault(r[1], len(codes)) for r in fresh]
                 self._index_words([r[3] for r in fresh], start)
+                self._link(fresh, start)
                 self.top = int(self.rids[end - 1])
                 self.n = end
             if (added, removed) > (self.added, self.removed):
                 self.added, self.removed = added, removed
 
+    def _link(self, rows: Sequence[Any], start: int) -> None:
+        """Each new row's neighbours: the session's last row before it (by seq when both
+        have one; a row that comes out of seq order gets no neighbour)."""
+        prev, nxt, last = self.prev, self.nxt, self.last
+        nxt[start : start + len(rows)] = -1
+        for i, r in enumerate(rows, start):
+            sid, seq = r[5], r[6]
+            before = last.get(sid)
+            prev[i] = -1
+            if before is not None and (seq is None or before[1] is None or seq > before[1]):
+                prev[i] = before[0]
+                nxt[before[0]] = i
+            if before is None or prev[i] >= 0:
+                last[sid] = (i, seq)
+
     def _index_words(self, texts: Sequence[str], start: int) -> None:
         """Add the texts (rows ``start`` on) to the inverted index. The batch is split
-        into words by one regex pass over all texts (a separator ends each text) and
-        counted with numpy: the Python work is per distinct word, not per word."""
+        into terms by one pass over all texts (a separator ends each text) and counted
+        with numpy: the Python work is per distinct word, not per word."""
         np = self.np
-        toks = split_words(texts)
+        toks = split_terms(texts)
         ids = {w: i for i, w in enumerate(dict.fromkeys(toks))}
         shift = (start + len(texts)).bit_length()
         if len(ids) >= 1 << (62 - shift) and len(texts) > 1:  # keys would overflow int64
@@ -178,7 +195,6 @@ class Partition:
         word = ~end
         lengths = np.bincount(row[word] - start, minlength=len(texts))
         self.lengths[start : start + len(texts)] = lengths
-        self.total_length += int(lengths.sum())
         if not word.any():
             return
         # one key per (word, row), sorted: runs of a key are a word's count in a row
@@ -198,6 +214,19 @@ class Partition:
             entry[0].frombytes(row_of[a:z].tobytes())
             entry[1].frombytes(counts[a:z].astype(np.int64).tobytes())
 
+    def _doc_norms(self) -> Any:
+        """``length_norm`` of each row's document (its own terms, its neighbours' at their
+        weights), for the rows loaded now (under ``lock``)."""
+        np, n = self.np, self.n
+        own = self.lengths[:n]
+        dl = own.copy()
+        prev, nxt = self.prev[:n], self.nxt[:n]
+        has = prev >= 0
+        dl[has] += PREV_WEIGHT * own[prev[has]]
+        has = (nxt >= 0) & (nxt < n)
+        dl[has] += NEXT_WEIGHT * own[nxt[has]]
+        return length_norm(dl, max(float(dl.sum()) / n, 1e-9)) if n else np.empty(0)
+
     def view(self, terms: Sequence[str] = ()) -> tuple[View, list[tuple[Any, Any]]]:
         """A consistent view of the rows loaded now, and copies of ``terms``' postings."""
         np = self.np
@@ -205,8 +234,7 @@ class Partition:
             norms = None
             if terms and self.n:
                 if self._norms[0] != self.n:
-                    avgdl = self.total_length / self.n
-                    self._norms = (self.n, length_norm(self.lengths[: self.n], avgdl))
+                    self._norms = (self.n, self._doc_norms())
                 norms = self._norms[1]
             view = View(
                 self.n,
@@ -216,6 +244,8 @@ class Partition:
                 self.kinds,
                 norms,
                 dict(self.kind_codes),
+                self.prev,
+                self.nxt,
             )
             lists = []
             for t in terms:
@@ -248,6 +278,22 @@ def best(np: Any, v: View, pos: Any, scores: Any, n: int) -> list[tuple[int, flo
     return list(zip(v.rids[pos[order]].tolist(), scores[order].tolist(), strict=True))
 
 
+def term_frequencies(np: Any, v: View, rows: Any, tf: Any) -> Any:
+    """A term's weighted frequency in every row's document (a dense array of ``v.n``):
+    its own count, plus ``PREV_WEIGHT`` of it in the row after each row that has it and
+    ``NEXT_WEIGHT`` of it in the row before."""
+    acc = np.zeros(v.n)
+    own = tf.astype(np.float64)
+    acc[rows] += own
+    after = v.nxt[rows]
+    ok = (after >= 0) & (after < v.n)
+    acc[after[ok]] += PREV_WEIGHT * own[ok]  # each row has one row before: no repeats
+    before = v.prev[rows]
+    ok = before >= 0
+    acc[before[ok]] += NEXT_WEIGHT * own[ok]
+    return acc
+
+
 def lexical(
     np: Any,
     part: Partition,
@@ -256,71 +302,20 @@ def lexical(
     kinds: Sequence[str] | None,
     as_of: float | None,
 ) -> list[tuple[int, float]]:
-    """The ``n`` best ``(rid, BM25)`` of the partition for the query's terms."""
-    v, lists = part.view(search_terms(terms))
+    """The ``n`` best ``(rid, BM25F)`` of the partition for the query's terms."""
+    v, lists = part.view(list(dict.fromkeys(terms)))
     if not v.n or not lists:
         return []
-    idfs = [idf_of(v.n, len(p)) for p, _ in lists]
+    dense = np.zeros(v.n)
+    for rows, tf in lists:  # query order: the same sums as an oracle's
+        acc = term_frequencies(np, v, rows, tf)
+        pos = np.flatnonzero(acc)
+        dense[pos] += bm25_term(idf_of(v.n, len(pos)), acc[pos], v.norms[pos])
+    pos = np.flatnonzero(dense)  # every contribution is positive
     mask = mask_of(np, v, kinds, as_of)
-    found = _max_score(np, v, lists, idfs, n, mask)
-    if found is not None:
-        pos, scores = found
-    elif len(lists) == 1:
-        pos, tf = lists[0]  # one word: its rows, in order
-        scores = bm25_term(idfs[0], tf.astype(np.float64), v.norms[pos])
-    else:
-        dense = np.zeros(v.n)
-        for (p, tf), idf in zip(lists, idfs, strict=True):
-            dense[p] += bm25_term(idf, tf.astype(np.float64), v.norms[p])
-        pos = np.flatnonzero(dense)  # every contribution is positive
-        scores = dense[pos]
-    if found is None and mask is not None:
-        keep = mask[pos]
-        pos, scores = pos[keep], scores[keep]
-    return best(np, v, pos, scores, n)
-
-
-def _max_score(
-    np: Any, v: View, lists: list[tuple[Any, Any]], idfs: list[float], n: int, mask: Any
-) -> tuple[Any, Any] | None:
-    """Rows sure to hold the ``n`` best, and their scores, found without scoring every
-    row a common word matches (MaxScore): score the rows of the rarest words fully; a
-    row with none of them has only the other words, so scores less than the sum of
-    their bounds (``idf * (K1 + 1)``); when that sum is at most the ``n``-th best score
-    found, no such row can enter. None: score every matching row instead."""
-    if len(lists) < 2:
-        return None
-    order = sorted(range(len(lists)), key=lambda i: len(lists[i][0]))
-    # the rarest words whose rows are few next to the rows all the words match
-    budget = sum(len(p) for p, _ in lists) // 16
-    j, size = 0, 0
-    while j < len(order) - 1 and size + len(lists[order[j]][0]) <= budget:
-        size += len(lists[order[j]][0])
-        j += 1
-    if not j:
-        return None
-    rest = sum(idfs[i] for i in order[j:]) * (K1 + 1.0)
-    rows = [lists[i][0] for i in order[:j]]
-    if j == 1:
-        d = rows[0]
-    else:
-        seen = np.zeros(v.n, dtype=bool)
-        for r in rows:
-            seen[r] = True
-        d = np.flatnonzero(seen)
     if mask is not None:
-        d = d[mask[d]]
-    if len(d) < n:
-        return None
-    scores = np.zeros(len(d))
-    for (p, tf), idf in zip(lists, idfs, strict=True):  # query order: the same sums
-        at = np.minimum(np.searchsorted(p, d), len(p) - 1)
-        hit = p[at] == d
-        scores[hit] += bm25_term(idf, tf[at[hit]].astype(np.float64), v.norms[d[hit]])
-    nth = scores[np.argpartition(-scores, n - 1)[n - 1]]
-    if rest * (1.0 + 1e-9) <= nth:
-        return d, scores
-    return None
+        pos = pos[mask[pos]]
+    return best(np, v, pos, dense[pos], n)
 
 
 def vector(

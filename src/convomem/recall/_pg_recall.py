@@ -1,7 +1,8 @@
 """The scale-out recall backend: PostgreSQL + pgvector, in the store's schema.
 
-- ``convomem_recall_items``: one row per item, scoped by ``(tenant, user_id)``, with a
-  generated ``tsvector`` (the ``simple`` configuration: no stemming, any language; a GIN
+- ``convomem_recall_items``: one row per item, scoped by ``(tenant, user_id)``, with its
+  ``terms`` (``analyze.terms``: folded, stop words out, stemmed, in Python, as the SQLite
+  partition indexes them) and a ``tsvector`` generated from them (``simple``; a GIN
   index) and a ``vector`` column holding the item's first key (its whole text); an HNSW
   index (cosine) over it is made when the first vectors fix the dimension (kept in
   ``convomem_recall_meta``).
@@ -31,6 +32,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._backend import Item, Q, Row, Scope, embedding_meta
+from ._pg_terms import index_terms, terms_column
 from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
@@ -129,7 +131,8 @@ class PgRecall:
                 kind TEXT NOT NULL,
                 created_at DOUBLE PRECISION NOT NULL,
                 text TEXT NOT NULL,
-                tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+                terms TEXT NOT NULL DEFAULT '',
+                tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', terms)) STORED,
                 vec VECTOR NOT NULL,
                 UNIQUE (tenant, user_id, session_id, message_id)
             )""",
@@ -163,6 +166,7 @@ class PgRecall:
             f"ON {self.keys} (tenant, user_id, rid)",
         ):
             yield Q.run(sql)
+        yield from terms_column(self.schema, self.items)
         row = yield Q.one(f"SELECT value FROM {self.meta} WHERE key = 'dim'")
         if row is not None:  # a store from before the keys table: index its keys too
             yield from self._hnsw(int(row[0]))
@@ -212,19 +216,20 @@ class PgRecall:
         total = 0
         for i in range(0, len(items), 500):
             chunk = items[i : i + 500]
-            rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"] * len(chunk))
+            rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"] * len(chunk))
             params = [
                 v
                 for it, keys in zip(chunk, vectors[i : i + 500], strict=True)
                 for v in (
                     *scope,
                     *(it.session_id, it.message_id, it.seq, it.kind, it.created_at, it.text),
+                    index_terms(it.text),
                     _literal(keys[0]),
                 )
             ]
             insert = (
                 f"INSERT INTO {self.items} (tenant, user_id, session_id, message_id, seq, kind, "
-                f"created_at, text, vec) VALUES {rows} "
+                f"created_at, text, terms, vec) VALUES {rows} "
                 "ON CONFLICT (tenant, user_id, session_id, message_id) DO NOTHING"
             )
             extra = _extra_keys(np, chunk, vectors[i : i + 500])
@@ -367,6 +372,10 @@ class PgRecall:
             ([a[0] for a in around], [a[1] for a in around], width, width, *scope),
         )
         return [Row(int(r[0]), *r[1:]) for r in found]
+
+    def snapshot_due(self, scope: Scope) -> bool:
+        """Never: PostgreSQL searches in the database, there is no partition to load."""
+        return False
 
     def delete(self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None) -> Op:
         sql = f"DELETE FROM {self.items} WHERE tenant = %s AND user_id = %s"

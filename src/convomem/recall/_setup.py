@@ -13,8 +13,8 @@ from ._backend import model_of
 from ._core import Embed, Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
 from ._facts_table import FactsTable, dump
 from .cache import EmbeddingCache
-from .embedders import EmbedderLike, HashingEmbedder, _numpy, query_side
-from .fusion import vector_weight_of
+from .embedders import EmbedderLike, _numpy, query_side
+from .fusion import FUSIONS, linear_weight_of, vector_weight_of
 from .keys import keys_for
 
 QUERY_CACHE: Final = 10_000
@@ -84,11 +84,20 @@ class _Options:
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
         rerank: bool = True,
+        fusion: str = "linear",
     ) -> None:
         self.np = _np()
         self.rerank = _check.flag("rerank", rerank)
-        self.embedder = HashingEmbedder() if embedder is None else embedder
-        self.vector_weight = vector_weight_of(self.embedder, vector_weight)
+        self.fusion = _check.one_of("fusion", fusion, FUSIONS)
+        if embedder is None:
+            from .static import StaticEmbedder
+
+            embedder = StaticEmbedder()
+        self.embedder = embedder
+        if self.fusion == "linear" and vector_weight is None:
+            self.vector_weight = linear_weight_of(self.embedder)
+        else:
+            self.vector_weight = vector_weight_of(self.embedder, vector_weight)
         self.keys = keys_for(self.embedder, keys)
         self.candidates = _check.positive_int("candidates", candidates)
         self.rrf_k = _check.integer("rrf_k", rrf_k, minimum=0)
@@ -140,6 +149,7 @@ class _Options:
             _check.integer("neighbours", neighbours, minimum=0, maximum=100),
             self.vector_weight,
             self.rerank,
+            self.fusion,
         )
 
 

@@ -9,8 +9,9 @@
 - A trigger deletes a session's items when the store deletes the session
   (``delete_session``, ``erase_user``, TTL expiry), so erasing a user removes vectors too.
 
-Search is exact and in memory (``_partition``): BM25 over an inverted index of the
-user's texts and one float32 matrix product over the user's vectors (numpy). Earlier
+Search is exact and in memory (``_partition``): BM25F over an inverted index of the
+user's texts and their session neighbours', and one float32 matrix product over the
+user's vectors (numpy). Earlier
 versions kept an FTS5 index; ``migrate`` drops it (FTS5's per-row ``bm25()`` was what
 made a query with a common word slow). Operations are generators of statements (``Q``),
 run on the store's own connections.
@@ -23,9 +24,10 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any, Final
 
-from . import _partition
+from . import _partition, _snapshot
 from ._backend import Item, Q, Row, Scope, embedding_meta
 from ._partition import Partition
+from ._snapshot import MIN_ROWS
 
 Op = Generator[Q, Any, Any]
 
@@ -74,6 +76,19 @@ SCHEMA: Final = (
         UPDATE convomem_recall_users SET removed = removed + 1
             WHERE tenant = old.tenant AND user_id = old.user_id;
     END""",
+    """CREATE TABLE IF NOT EXISTS convomem_recall_snapshots (
+        tenant TEXT NOT NULL, user_id TEXT NOT NULL,
+        added INTEGER NOT NULL, removed INTEGER NOT NULL, rows INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (tenant, user_id)
+    )""",
+    # a snapshot never outlives an item it holds
+    """CREATE TRIGGER IF NOT EXISTS convomem_recall_snapshot_gone
+    AFTER DELETE ON convomem_recall_items
+    BEGIN
+        DELETE FROM convomem_recall_snapshots
+            WHERE tenant = old.tenant AND user_id = old.user_id;
+    END""",
     """CREATE TRIGGER IF NOT EXISTS convomem_recall_session_gone
     AFTER DELETE ON convomem_sessions
     BEGIN
@@ -114,6 +129,8 @@ class SQLiteRecall:
         self.loaded_rows = 0  # rows read into partitions (a work count for tests)
         self._lock = threading.Lock()
         self._parts: dict[Scope, Partition] = {}
+        self._due: set[Scope] = set()  # partitions to save as snapshots
+        self._saved: dict[Scope, int] = {}  # rows of the last snapshot saved, per scope
 
     def migrate(self) -> Op:
         for sql in SCHEMA:
@@ -173,10 +190,29 @@ class SQLiteRecall:
             return part
         if part is None or part.removed != removed or part.dim != dim:
             part = Partition(self.np, dim)
+            # only a user with as many items as a snapshot needs can have one
+            saved = (
+                None
+                if added - removed < MIN_ROWS
+                else (
+                    yield Q.one(
+                        "SELECT removed, data FROM convomem_recall_snapshots "
+                        "WHERE tenant = ? AND user_id = ?",
+                        scope,
+                    )
+                )
+            )
+            if saved is not None and saved[0] == removed:
+                restored = _snapshot.load(self.np, saved[1])
+                if restored.dim == dim:
+                    part = restored
+                    with self._lock:
+                        self._saved[scope] = part.n
         while True:  # in pages: a user's rows are never all in memory twice
             rows = yield Q.all(
-                "SELECT rid, kind, created_at, text, vec FROM convomem_recall_items "
-                "WHERE tenant = ? AND user_id = ? AND rid > ? ORDER BY rid LIMIT ?",
+                "SELECT rid, kind, created_at, text, vec, session_id, seq "
+                "FROM convomem_recall_items WHERE tenant = ? AND user_id = ? AND rid > ? "
+                "ORDER BY rid LIMIT ?",
                 (*scope, part.top, LOAD_PAGE),
             )
             self.loaded_rows += len(rows)
@@ -187,7 +223,42 @@ class SQLiteRecall:
         with self._lock:
             self._parts[scope] = part
             self._evict(part)
+            if part.n >= self._saved.get(scope, 0) * _snapshot.GROWTH and part.n >= MIN_ROWS:
+                self._due.add(scope)
         return part
+
+    def snapshot_due(self, scope: Scope) -> bool:
+        """Whether this process built the scope's partition past its last snapshot
+        (``_snapshot``): the search that built it then saves it (``save_snapshot``)."""
+        with self._lock:
+            return scope in self._due
+
+    def save_snapshot(self, scope: Scope) -> Op:
+        """Save the scope's partition as its snapshot, unless an item was removed since
+        it was built (a write call; a snapshot saved by another process is replaced only
+        by one holding more rows)."""
+        with self._lock:
+            self._due.discard(scope)
+            part = self._parts.get(scope)
+        if part is None:
+            return False
+        row = yield Q.one(
+            "SELECT removed FROM convomem_recall_users WHERE tenant = ? AND user_id = ?", scope
+        )
+        if row is None or row[0] != part.removed:
+            return False
+        with part.lock:
+            data, rows, added = _snapshot.dump(self.np, part), part.n, part.added
+        n = yield Q.run(
+            "INSERT INTO convomem_recall_snapshots VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (tenant, user_id) DO UPDATE SET added = excluded.added, "
+            "removed = excluded.removed, rows = excluded.rows, data = excluded.data "
+            "WHERE excluded.rows > convomem_recall_snapshots.rows",
+            (*scope, added, part.removed, rows, data),
+        )
+        with self._lock:
+            self._saved[scope] = rows
+        return bool(n)
 
     def _evict(self, keep: Partition) -> None:
         parts = self._parts

@@ -35,6 +35,10 @@ class E5Embedder:
     another model does not carry over to it.
     """
 
+    linear_weight: float = 0.5
+    """Its weight in the linear fusion (the default): of 0.5 / 1.0 the one whose worse dev
+    set is best (LoCoMo dev recall@10 ~0.82 / ~0.79, LongMem dev 0.800 / 0.875;
+    bench/README.md, 2026-12-03)."""
     fusion_weight: float = 8.0
     recall_keys: tuple[str, ...] = ("message", "exchange")
 

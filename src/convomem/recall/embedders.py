@@ -61,7 +61,7 @@ EmbedderLike: TypeAlias = (
 )
 
 
-EMBEDDERS: Final = ("hashing", "minilm", "e5")
+EMBEDDERS: Final = ("static", "hashing", "minilm", "e5")
 """The offline embedders a name stands for (beside ``"openai:MODEL"``)."""
 EMBEDDING_BASE_URL_ENV: Final = "CONVOMEM_EMBEDDING_BASE_URL"
 """The embeddings endpoint's base URL when none is given (else api.openai.com)."""
@@ -79,9 +79,11 @@ def embedder_named(
     timeout: float = EMBEDDING_TIMEOUT,
     option: str = "embedder",
 ) -> Any:
-    """A new embedder of the kind the spec ``name`` names: ``"hashing"``
-    (``HashingEmbedder``, no dependency), ``"minilm"`` (``MiniLMEmbedder``, extra
-    ``minilm``), ``"e5"`` (``E5Embedder``, extra ``e5``) or ``"openai:MODEL"``
+    """A new embedder of the kind the spec ``name`` names: ``"static"``
+    (``StaticEmbedder``, the default: MiniLM distilled into a token table shipped in the
+    package, numpy only), ``"hashing"`` (``HashingEmbedder``, no dependency),
+    ``"minilm"`` (``MiniLMEmbedder``, extra ``minilm``), ``"e5"`` (``E5Embedder``, extra
+    ``e5``) or ``"openai:MODEL"``
     (``OpenAIEmbedder``: any OpenAI-compatible ``/embeddings``, no dependency).
     ``MissingDependency`` names the extra to install; a bad spec is a ``ConfigError``
     naming ``option`` and the value.
@@ -96,6 +98,10 @@ def embedder_named(
     kind, model = _check.model_spec(option, name, EMBEDDERS)
     if kind == "openai":
         return _openai(option, model, base_url, api_key, timeout)
+    if kind == "static":
+        from .static import StaticEmbedder
+
+        return StaticEmbedder()
     if kind == "minilm":
         from .minilm import MiniLMEmbedder
 

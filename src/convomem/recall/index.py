@@ -9,9 +9,13 @@ same sans-I/O logic (``_core``).
 
 - **Scope**: every statement names the tenant and the user; a search never returns
   another user's or tenant's item, whatever the ids and texts.
-- **Ranking**: the lexical and the vector candidates (``candidates`` of each) are fused
-  by weighted reciprocal rank fusion (``fusion.fuse``); ties go to the newer item; a
-  "now" or "when" question then reorders the fused candidates (``rerank``, ``_rerank``).
+- **Ranking**: BM25F over each item's terms and its session neighbours' (``analyze``:
+  stop words out, English stems) and the embedder's cosines; the two candidate lists
+  (``candidates`` each) are fused linearly, each scaled to [0, 1]
+  (``fusion.fuse_linear``; ``fusion="rrf"``: reciprocal rank fusion); ties go to the
+  newer item; a question naming a speaker, a month or a year raises their items, a
+  "now" or "when" question reorders the candidates (``rerank``, ``_rerank``); of items
+  with the same text only the best is returned.
 - **Keys**: a message is embedded under its ``keys`` (``recall.keys``: its text, its
   sentences, the exchange a reply answers, the facts a user states) and scores its best
   key.
@@ -92,17 +96,18 @@ class RecallIndex:
 
     ``db_or_url`` is a ``StoreDatabase`` from ``open_store`` (SQLite or PostgreSQL) or a
     URL (the index opens the database and closes it with ``close()``). ``embedder``
-    defaults to ``HashingEmbedder()``; a spec string names one (``embedder_named``:
-    ``"hashing"``, ``"minilm"``, ``"e5"``, ``"openai:MODEL"``);
-    ``candidates`` is how many lexical and how many
-    vector candidates are fused; ``rrf_k`` the fusion constant; ``vector_weight`` the
-    vector list's weight in the fusion against the lexical list's 1 (None: the
-    embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
-    embedded under (``recall.keys``: the whole text, its sentences, the exchange it
-    answers, the facts a user states; an item scores its best key; None: what the
-    embedder declares); ``rerank`` whether a question about the present ("now") or a
-    time ("when") reorders the best candidates, newer or dated items up (``_rerank``),
-    before the cut to ``k``.
+    defaults to ``StaticEmbedder()`` (MiniLM distilled into a token table, shipped); a
+    spec string names one (``embedder_named``: ``"static"``, ``"hashing"``, ``"minilm"``,
+    ``"e5"``, ``"openai:MODEL"``); ``candidates`` is how many lexical and how many vector
+    candidates are fused; ``fusion`` how: ``"linear"`` (scores scaled to [0, 1] and
+    added) or ``"rrf"`` (reciprocal ranks, ``rrf_k`` the constant); ``vector_weight`` the
+    vector list's weight against the lexical list's 1 (None: the embedder's
+    ``linear_weight``, else ``fusion.LINEAR_WEIGHT``, for a linear fusion; the embedder's
+    ``fusion_weight`` for RRF); ``keys`` which texts each message is embedded under
+    (``recall.keys``: the whole text, its sentences, the exchange it answers, the facts a
+    user states; an item scores its best key; None: what the embedder declares);
+    ``rerank`` whether a question about the present ("now") or a time ("when") reorders
+    the best candidates, newer or dated items up (``_rerank``), before the cut to ``k``.
     """
 
     def __init__(
@@ -118,10 +123,20 @@ class RecallIndex:
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
         rerank: bool = True,
+        fusion: str = "linear",
     ) -> None:
         named = embedder_named(embedder) if isinstance(embedder, str) else embedder
         self._opts = _Options(
-            named, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            named,
+            candidates,
+            rrf_k,
+            cache_size,
+            batch_size,
+            clock,
+            vector_weight,
+            keys,
+            rerank,
+            fusion,
         )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):

@@ -79,10 +79,20 @@ class AsyncRecallIndex:
         vector_weight: float | None = None,
         keys: Sequence[str] | None = None,
         rerank: bool = True,
+        fusion: str = "linear",
     ) -> None:
         named = embedder_named(embedder) if isinstance(embedder, str) else embedder
         self._opts = _Options(
-            named, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            named,
+            candidates,
+            rrf_k,
+            cache_size,
+            batch_size,
+            clock,
+            vector_weight,
+            keys,
+            rerank,
+            fusion,
         )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):

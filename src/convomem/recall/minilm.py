@@ -70,6 +70,10 @@ class MiniLMEmbedder:
     with them, 0.733 with the text alone, for ~2.5x the embedding work at ingest.
     """
 
+    linear_weight: float = 0.5
+    """Its weight in the linear fusion (the default): of 0.25 / 0.5 / 1.0 the one whose
+    worse dev set is best (LoCoMo dev recall@10 0.832 / ~0.82 / ~0.79, LongMem dev
+    0.800 / 0.875 / 0.925; bench/README.md, 2026-12-03)."""
     fusion_weight: float = 4.0
     recall_keys: tuple[str, ...] = ("message", "sentences", "exchange", "facts")
 

@@ -34,9 +34,10 @@ class Settings:
     - ``budget`` / ``tokenizer``: how each session's context is assembled (a session
       created with ``metadata["budget"]`` keeps its own budget).
     - ``use_recall``: False turns recall off (no index, no facts, no snippets).
-    - ``embedder``: what the recall index embeds with: ``"hashing"`` (no dependency),
-      ``"minilm"``, ``"e5"`` (``recall.embedders.embedder_named``; E5 recalled the
-      most on the LongMem held-out set) or ``"openai:MODEL"`` (an OpenAI-compatible
+    - ``embedder``: what the recall index embeds with: ``"static"`` (the default:
+      MiniLM distilled into a token table shipped in the package, numpy only),
+      ``"hashing"`` (no dependency), ``"minilm"``, ``"e5"``
+      (``recall.embedders.embedder_named``) or ``"openai:MODEL"`` (an OpenAI-compatible
       ``/embeddings`` at ``embedding_base_url``). An index refuses a model other than
       the one it was built with.
     - ``summarizer``: ``"extractive"`` (offline) or ``"openai:MODEL"``; ``extractor`` (the
@@ -69,7 +70,7 @@ class Settings:
     budget: int = 4000
     tokenizer: str = "approx"
     use_recall: bool = True
-    embedder: str = "hashing"
+    embedder: str = "static"
     summarizer: str = "extractive"
     extractor: str = "offline"
     llm_base_url: str | None = None
