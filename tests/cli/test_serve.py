@@ -69,7 +69,7 @@ def test_serve_answers_with_a_key_from_keys_create(tmp_path: Path) -> None:
     assert out == ""
     assert err.splitlines() == [
         f"convomem serve: {base} (1 worker), store {url}, recall in the store (embedder "
-        f"hashing); inspector {base}/inspect, API docs {base}/docs"
+        f"static); inspector {base}/inspect, API docs {base}/docs"
     ]
 
 
@@ -83,7 +83,7 @@ def test_the_start_line_names_recall_and_hides_passwords() -> None:
     assert "hunter2" not in line and "postgresql://app:***@db/app" in line
     assert "recall in the store (embedder e5)" in line
     redis = Settings(store="redis://:pw@cache:6379/0", recall="sqlite:///r.db")
-    assert "recall sqlite:///r.db (embedder hashing)" in start_line(redis, "::1", 8080, 1)
+    assert "recall sqlite:///r.db (embedder static)" in start_line(redis, "::1", 8080, 1)
     assert start_line(redis, "::1", 8080, 1).startswith("convomem serve: http://[::1]:8080 ")
     alone = Settings(store="redis://cache:6379/0")
     assert "recall off (the store has no search: --recall URL)" in start_line(alone, "h", 1, 1)

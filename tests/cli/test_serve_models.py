@@ -57,7 +57,7 @@ def test_the_model_options_reach_the_settings(tmp_path: Path) -> None:
     assert s.llm_timeout == 2.5 and s.embedding_timeout == 2.5
     assert s.llm_api_key is None and s.embedding_api_key is None  # keys: the environment only
     s = settings_of(build_parser().parse_args(["serve", "--store", store]))
-    assert (s.summarizer, s.extractor, s.embedder) == ("extractive", "offline", "hashing")
+    assert (s.summarizer, s.extractor, s.embedder) == ("extractive", "offline", "static")
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,7 @@ def test_the_spec_names_an_openai_compatible_embedder(
 def test_a_bad_spec_names_the_option_and_the_value(spec: object) -> None:
     with pytest.raises(ConfigError) as error:
         embedder_named(spec)  # type: ignore[arg-type]
-    assert str(error.value).startswith(f"embedder={spec!r}: must be one of 'hashing'")
+    assert str(error.value).startswith(f"embedder={spec!r}: must be one of 'static', 'hashing'")
     with pytest.raises(ConfigError, match=r"^--embedder="):
         embedder_named(spec, option="--embedder")  # type: ignore[arg-type]
 

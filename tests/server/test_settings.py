@@ -62,7 +62,7 @@ def test_keys_never_show_in_the_settings_repr() -> None:
 def test_the_defaults_are_the_offline_models() -> None:
     models = build_models(Settings())
     assert models.summarizer is None and models.extractor is None
-    assert type(models.embedder).__name__ == "HashingEmbedder"
+    assert type(models.embedder).__name__ == "StaticEmbedder"
     assert build_models(Settings(use_recall=False)).embedder is None
 
 

@@ -187,7 +187,9 @@ class ConvomemStore(BaseStore):
                     req.messages, user_id=req.user, session_id=req.sid, tenant=tenant, kind=KIND
                 )
             return None
-        return self.recall.search(req.query, user_id=req.user, k=req.k, tenant=tenant, kinds=KIND)
+        return self.recall.search(
+            req.query, user_id=req.user, k=req.k, tenant=tenant, kinds=KIND, distinct=False
+        )
 
     async def _aperform(self, req: Request) -> Any:
         if not self._async:  # a sync database: off the event loop
@@ -210,7 +212,7 @@ class ConvomemStore(BaseStore):
                 )
             return None
         return await self.recall.search(
-            req.query, user_id=req.user, k=req.k, tenant=tenant, kinds=KIND
+            req.query, user_id=req.user, k=req.k, tenant=tenant, kinds=KIND, distinct=False
         )
 
     # -- the BaseStore API -------------------------------------------------------------

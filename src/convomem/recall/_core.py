@@ -215,10 +215,12 @@ def search_gen(
     vector_weight: float = 1.0,
     rerank: bool = False,
     fusion: str = "rrf",
+    unique: bool = True,
 ) -> Gen:
     """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``):
     the lexical and vector candidates fused (``fusion``: ``fuse_linear`` or ``fuse``);
-    of the best ``candidates``, of items with the same text the best only, raised by what
+    of the best ``candidates`` (with ``unique``, of items with the same text the best only),
+    raised by what
     the query names (``_rerank.boosts``) and, with ``rerank``, reordered for "now" and
     "when" questions (``_rerank.factors``); the first ``k``."""
     if not isinstance(query, str):
@@ -242,7 +244,7 @@ def search_gen(
         top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[:n]
         rows = yield from backend.rows(scope, top)
         found = [(rows[rid], fused[rid]) for rid in top if rid in rows]
-        found = reorder(query, distinct(found), rerank)[:k]
+        found = reorder(query, distinct(found) if unique else found, rerank)[:k]
         near: list[Any] = []
         around = sorted({(r.session_id, r.seq) for r, _ in found if r.seq is not None})
         if neighbours and around:

@@ -134,6 +134,7 @@ class _Options:
         kinds: Sequence[str] | str | None,
         as_of: float | None,
         neighbours: int,
+        distinct: bool = True,
     ) -> Gen:
         """One search, arguments checked, for either twin to drive."""
         return search_gen(
@@ -150,6 +151,7 @@ class _Options:
             self.vector_weight,
             self.rerank,
             self.fusion,
+            _check.flag("distinct", distinct),
         )
 
 

@@ -244,13 +244,16 @@ class RecallIndex:
         kinds: Sequence[str] | str | None = None,
         as_of: float | None = None,
         neighbours: int = 0,
+        distinct: bool = True,
     ) -> list[Hit]:
         """The ``k`` best items of ``user_id`` (in ``tenant``) for ``query``, best first;
         only ``kinds`` when given, only items created at or before ``as_of`` when given.
         ``neighbours=w`` attaches to each hit the items of its session within ``w`` seqs
-        (``Hit.context``; one more statement per search)."""
+        (``Hit.context``; one more statement per search). ``distinct``: of items with
+        the same text, the best only (False: every item, e.g. records that happen to
+        hold equal texts)."""
         gen = self._opts.search_gen(
-            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours
+            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours, distinct
         )
         hits: list[Hit] = _io.drive(gen, self._perform)
         return hits

@@ -197,10 +197,11 @@ class AsyncRecallIndex:
         kinds: Sequence[str] | str | None = None,
         as_of: float | None = None,
         neighbours: int = 0,
+        distinct: bool = True,
     ) -> list[Hit]:
         """The ``k`` best items of ``user_id`` for ``query`` (see ``RecallIndex.search``)."""
         gen = self._opts.search_gen(
-            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours
+            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours, distinct
         )
         hits: list[Hit] = await _io.adrive(gen, self._perform)
         return hits
