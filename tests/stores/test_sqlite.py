@@ -43,7 +43,7 @@ def msg(i: int | str) -> Message:
 
 def raw_conn(db: SQLiteDatabase) -> sqlite3.Connection:
     """This thread's connection of ``db`` (to look at its settings)."""
-    return db._conns.get().raw
+    return db._driver.conns.get().raw
 
 
 @pytest.fixture
@@ -137,13 +137,13 @@ def test_one_connection_per_thread_sharing_one_memory_database() -> None:
     seen: list[Any] = []
 
     def reader() -> None:
-        seen.append((db.session("s").get_items(), id(db._conns.get())))
+        seen.append((db.session("s").get_items(), id(db._driver.conns.get())))
         db.session("s").append([msg(1)])
 
     t = threading.Thread(target=reader)
     t.start()
     t.join()
-    assert seen[0][0] == [msg(0)] and seen[0][1] != id(db._conns.get())
+    assert seen[0][0] == [msg(0)] and seen[0][1] != id(db._driver.conns.get())
     assert db.session("s").get_items() == [msg(0), msg(1)]
     with open_store("sqlite:///:memory:") as other:
         assert other.session("s").get_items() == []  # private to its database object
@@ -228,7 +228,7 @@ def killed_mid_batch(url, inside):
                 inside.set()
                 time.sleep(60)
 
-    db._conns.get().raw.set_trace_callback(trace)
+    db._driver.conns.get().raw.set_trace_callback(trace)
     s.append([Message(f"b{i}", "user", content="x" * 2000) for i in range(3000)])
 """
 
