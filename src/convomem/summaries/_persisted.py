@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ._drivers import _Driven
 from ._engine import _Seg
 from .ledger import FactLedger
-from .snapshot import SummarySnapshot
+from .snapshot import Coverage, SummarySnapshot
 
 
 class _Persisted(_Driven):
@@ -21,6 +21,22 @@ class _Persisted(_Driven):
 
     facts_share: float
     max_facts: int
+
+    def _empty(self) -> None:
+        """No segments, no coverage, nothing rendered (the ledger is emptied apart; the
+        segment numbers go on: a background task never finds a new segment as its)."""
+        self._segments = ()
+        self._coverage = Coverage()
+        self._pending_seqs = set()
+        self._current = None
+        self._message = None
+
+    def __repr__(self) -> str:
+        tokens = self._current.tokens if self._current else 0
+        return (
+            f"<RunningSummary {len(self._coverage)} messages, {len(self._segments)} segments, "
+            f"{tokens}/{self.reserve} tokens>"
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickling: everything but the locks (made anew); background summaries must

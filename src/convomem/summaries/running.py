@@ -1,15 +1,8 @@
-"""RunningSummary: the incremental summary of one conversation.
+"""RunningSummary: the incremental summary of one conversation (see the class).
 
-A ``Summary`` is a derived system message that stands for a range of the log. A
-*summarizer* is any callable ``(messages, previous) -> str`` (sync or async); the
-older ``(messages) -> str`` form works too. ``as_summarizer`` adapts either form once.
-
-Each fold summarizes only newly evicted messages into a new *segment*; the oldest
-segments are merged only when the summary outgrows its token reserve, and a ledger of
-key facts is carried verbatim beside the segments, so details survive any number of
-folds. The logic lives in ``_engine`` (generators; ``_drivers`` runs them); this module
-holds the options and the public methods; ``snapshot`` the content as a value and
-``state`` its JSON form.
+The logic lives in ``_engine`` (generators; ``_drivers`` runs them, ``_persisted`` and
+``snapshot`` keep the content, ``state`` its JSON form); here are the options and the
+public methods.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ from ._validator import ValidationLike, Validator
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
 from .extractive import ExtractiveSummarizer
 from .ledger import FactLedger
-from .snapshot import Coverage, SummarySnapshot
+from .snapshot import SummarySnapshot
 from .stats import SummaryStats
 from .summary import SUMMARY_HEADER, Summary
 
@@ -145,13 +138,8 @@ class RunningSummary(_Persisted):
         self.last_validation = None
         self._sleep = sleep
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
-        self._segments = ()
-        self._coverage = Coverage()
-        self._pending_seqs = set()
-        self._version = 0
-        self._seq = 0
-        self._current = None
-        self._message = None
+        self._version = self._seq = 0
+        self._empty()
         self._stats = SummaryStats()
         self._tlock = threading.RLock()
         self._alock = LoopLock()
@@ -214,13 +202,6 @@ class RunningSummary(_Persisted):
     def pending(self) -> int:
         """Background summarizations not finished yet."""
         return len(self._pending)
-
-    def __repr__(self) -> str:
-        tokens = self._current.tokens if self._current else 0
-        return (
-            f"<RunningSummary {len(self._coverage)} messages, {len(self._segments)} segments, "
-            f"{tokens}/{self.reserve} tokens>"
-        )
 
     # -- write side --------------------------------------------------------------------
 
@@ -350,13 +331,9 @@ class RunningSummary(_Persisted):
         with self._tlock:
             for task in list(self._pending):
                 task.cancel()
-            self._segments = ()
             self._ledger.clear()
-            self._coverage = Coverage()
-            self._pending_seqs = set()
             self._version += 1
-            self._current = None
-            self._message = None
+            self._empty()
 
     # -- persistence -------------------------------------------------------------------
 
