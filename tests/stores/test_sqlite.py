@@ -430,7 +430,7 @@ def test_close_waits_for_an_operation_running_in_another_thread(tmp_path: Path) 
     """Closing the database under a running statement crashed the sqlite3 module (a
     RecallIndex worker indexing while the application closed the database): close()
     waits for the operation, and what comes after it gets StoreError."""
-    from convomem.stores._sqlite_calls import Call
+    from convomem.stores._sqlite_calls import SQLiteCall
 
     db = open_store(f"sqlite:///{tmp_path}/c.db")
     running, release = threading.Event(), threading.Event()
@@ -441,7 +441,7 @@ def test_close_waits_for_an_operation_running_in_another_thread(tmp_path: Path) 
         release.wait(10)
         return tx.conn.one("SELECT count(*) FROM convomem_sessions")
 
-    worker = threading.Thread(target=lambda: results.append(db._run(Call(slow, False))))
+    worker = threading.Thread(target=lambda: results.append(db._run(SQLiteCall(slow, False))))
     worker.start()
     assert running.wait(10)
     closer = threading.Thread(target=db.close)
