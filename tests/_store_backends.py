@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from _servers_redis import redis_cluster_nodes, redis_server  # noqa: F401 (re-exported fixtures)
+from convomem.stores._sqlite_driver import SQLiteDriver
 from convomem.stores.sqlite import SQLiteDatabase
 
 
@@ -40,12 +41,12 @@ class Backend:
     """Options under which a held lock surfaces as a failure quickly."""
 
 
-def _sqlite_core(db: Any) -> SQLiteDatabase:
-    return db if isinstance(db, SQLiteDatabase) else db.inner._core
+def _sqlite_driver(db: Any) -> SQLiteDriver:
+    return (db if isinstance(db, SQLiteDatabase) else db.inner)._driver
 
 
 def _sqlite_raw(db: Any) -> sqlite3.Connection:
-    conns = _sqlite_core(db)._conns
+    conns = _sqlite_driver(db).conns
     return sqlite3.connect(conns.target, uri=conns.memory, isolation_level=None, timeout=5)
 
 

@@ -75,8 +75,8 @@ class _Refusal(Exception):
         self.error = error
 
 
-def _perform(step: Step, refuse: Callable[[Call], Exception]) -> Any:
-    """Perform one request synchronously (see ``Call``)."""
+def _perform(step: Step, refuse: Callable[[Call], Exception], complete: bool) -> Any:
+    """Perform one request synchronously (see ``Call`` and ``run``)."""
     if type(step) is Sleep:
         if step.seconds > 0:
             time.sleep(step.seconds)
@@ -84,11 +84,17 @@ def _perform(step: Step, refuse: Callable[[Call], Exception]) -> Any:
     assert type(step) is Call
     result = step.fn(*step.args, **step.kwargs)
     if inspect.isawaitable(result):
+        if complete and not in_running_loop():
+            return asyncio.run(_wait(result))
         close = getattr(result, "close", None)
         if callable(close):
             close()  # never awaited: no "coroutine was never awaited" warning
         raise _Refusal(refuse(step))
     return result
+
+
+async def _wait(result: Awaitable[Any]) -> Any:
+    return await result
 
 
 async def aperform(step: Step) -> Any:
@@ -112,15 +118,22 @@ def run(
     *,
     refuse: Callable[[Call], Exception] = _refused,
     passthrough: tuple[type[BaseException], ...] = (),
+    complete: bool = False,
 ) -> T:
     """Run a generator of ``Call`` / ``Sleep`` requests to completion, synchronously.
 
     ``refuse`` makes the error for a call whose result is awaitable; it is raised in the
     caller, not thrown into the generator (a misuse the logic cannot recover from), as
-    are exceptions of the ``passthrough`` types.
+    are exceptions of the ``passthrough`` types. ``complete``: such a result is run to
+    completion (``asyncio.run``) when no event loop is running, and refused only inside
+    one (a sync API that accepts user functions, as ``Packer.pack`` does).
     """
+
+    def perform(step: Step) -> Any:
+        return _perform(step, refuse, complete)
+
     try:
-        return drive(gen, lambda step: _perform(step, refuse), passthrough=(_Refusal, *passthrough))
+        return drive(gen, perform, passthrough=(_Refusal, *passthrough))
     except _Refusal as refusal:
         raise refusal.error from None
 

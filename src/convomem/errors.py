@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import reprlib
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from .model import Message
-
+# Errors sit below every other room: the messages some of them carry (``removed``,
+# ``messages``: ``convomem.model.Message`` objects) are typed ``list[Any]`` here.
 
 MAX_REPR: Final = 200
 """The longest value an error message shows (a 50 MB message must not flood a log)."""
@@ -72,7 +70,7 @@ class ClearIncomplete(TransientError):
     ``pop``). Call ``clear()`` again to finish, or ``add_items(exc.removed)`` to restore.
     """
 
-    def __init__(self, remaining: int, removed: list[Message], cause: BaseException) -> None:
+    def __init__(self, remaining: int, removed: list[Any], cause: BaseException) -> None:
         self.remaining = remaining
         self.removed = removed
         ids = bounded_repr([m.id for m in removed])
@@ -91,7 +89,7 @@ class HistoryLoadError(ConvomemError):
     cursor to resume from (pass it back as ``load_history(fetch_page, cursor=...)``).
     """
 
-    def __init__(self, message: str, *, messages: list[Message], cursor: str | None) -> None:
+    def __init__(self, message: str, *, messages: list[Any], cursor: str | None) -> None:
         super().__init__(message)
         self.messages = messages
         self.cursor = cursor
@@ -244,7 +242,7 @@ class CorruptRecord(StoreError):
         seqs: list[int],
         problem: str,
         *,
-        messages: list[Message],
+        messages: list[Any],
         cursor: str | None = None,
     ) -> None:
         self.session_id = session_id

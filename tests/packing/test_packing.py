@@ -488,7 +488,7 @@ class Summarizing(ChunkStrategy):
     def plan(self, table: ChunkTable, budget: int) -> Any:
         sel = Recency().select(table, budget - 10)
         try:
-            text = yield Call(self.summarize, ("dropped",), what="summarizer")
+            text = yield Call(self.summarize, ("dropped",), offload=True)
         except ValueError:
             self.fallbacks += 1
             return sel
@@ -658,3 +658,13 @@ def test_a_memo_belongs_to_its_owner_object() -> None:
         memo.append("value of a strategy now gone")
         del owner
     assert len(table._memo) <= 64
+
+
+def test_recency_is_packings_and_the_old_homes_name_the_same_class() -> None:
+    from convomem import Recency as root
+    from convomem.packing import Recency
+    from convomem.strategies import Recency as strategies
+    from convomem.strategies.budget import Recency as budget
+
+    assert root is strategies is budget is Recency
+    assert Recency.__module__ == "convomem.packing.recency"

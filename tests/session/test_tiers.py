@@ -385,7 +385,7 @@ def test_context_is_read_only(
             nonlocal writes
             writes += statement.lstrip().upper().startswith(WRITES)
 
-        db._conns.get().raw.set_trace_callback(trace)
+        db._driver.conns.get().raw.set_trace_callback(trace)
         calls, stats = flaky.calls, mem.stats()
         for q in queries:
             query = None if q is None else f"zq{q} news"

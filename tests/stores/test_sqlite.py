@@ -43,7 +43,7 @@ def msg(i: int | str) -> Message:
 
 def raw_conn(db: SQLiteDatabase) -> sqlite3.Connection:
     """This thread's connection of ``db`` (to look at its settings)."""
-    return db._conns.get().raw
+    return db._driver.conns.get().raw
 
 
 @pytest.fixture
@@ -137,13 +137,13 @@ def test_one_connection_per_thread_sharing_one_memory_database() -> None:
     seen: list[Any] = []
 
     def reader() -> None:
-        seen.append((db.session("s").get_items(), id(db._conns.get())))
+        seen.append((db.session("s").get_items(), id(db._driver.conns.get())))
         db.session("s").append([msg(1)])
 
     t = threading.Thread(target=reader)
     t.start()
     t.join()
-    assert seen[0][0] == [msg(0)] and seen[0][1] != id(db._conns.get())
+    assert seen[0][0] == [msg(0)] and seen[0][1] != id(db._driver.conns.get())
     assert db.session("s").get_items() == [msg(0), msg(1)]
     with open_store("sqlite:///:memory:") as other:
         assert other.session("s").get_items() == []  # private to its database object
@@ -228,7 +228,7 @@ def killed_mid_batch(url, inside):
                 inside.set()
                 time.sleep(60)
 
-    db._conns.get().raw.set_trace_callback(trace)
+    db._driver.conns.get().raw.set_trace_callback(trace)
     s.append([Message(f"b{i}", "user", content="x" * 2000) for i in range(3000)])
 """
 
@@ -430,7 +430,7 @@ def test_close_waits_for_an_operation_running_in_another_thread(tmp_path: Path) 
     """Closing the database under a running statement crashed the sqlite3 module (a
     RecallIndex worker indexing while the application closed the database): close()
     waits for the operation, and what comes after it gets StoreError."""
-    from convomem.stores._sqlite_calls import Call
+    from convomem.stores._sqlite_calls import SQLiteCall
 
     db = open_store(f"sqlite:///{tmp_path}/c.db")
     running, release = threading.Event(), threading.Event()
@@ -441,7 +441,7 @@ def test_close_waits_for_an_operation_running_in_another_thread(tmp_path: Path) 
         release.wait(10)
         return tx.conn.one("SELECT count(*) FROM convomem_sessions")
 
-    worker = threading.Thread(target=lambda: results.append(db._run(Call(slow, False))))
+    worker = threading.Thread(target=lambda: results.append(db._run(SQLiteCall(slow, False))))
     worker.start()
     assert running.wait(10)
     closer = threading.Thread(target=db.close)

@@ -15,7 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.summaries import RunningSummary, Summary, TruncatingSummarizer
-from convomem.summaries.state import _encode_covered, config_of, decode_ids, encode_ids
+from convomem.summaries.snapshot import Coverage
+from convomem.summaries.state import config_of, decode_ids, encode_ids
 
 NAMES = ["Priya", "Tomasz", "Ingrid", "Kofi"]
 
@@ -303,10 +304,11 @@ def test_covered_ids_encode_in_decimal_and_hex_runs_and_extend(
             ids += [f"{prefix}{k}" for k in range(n, n + 3)]
     ids = list(dict.fromkeys(ids))
     assert decode_ids(json.loads(json.dumps(encode_ids(ids)))) == ids
-    rs = RunningSummary(reserve=300)
-    rs._covered = dict.fromkeys(ids[:cut])
-    assert _encode_covered(rs) == encode_ids(ids[:cut])
-    rs._covered.update(dict.fromkeys(ids[cut:]))
-    assert _encode_covered(rs) == encode_ids(ids)
+    coverage = Coverage(ids[:cut])
+    assert coverage.encode() == encode_ids(ids[:cut])
+    coverage.add(ids[cut:])
+    assert coverage.encode() == encode_ids(ids)
+    assert Coverage.loaded(coverage.encode(), lazy=True).encode() == encode_ids(ids)
+    assert list(Coverage.loaded(coverage.encode(), lazy=True).keys()) == ids
 
     assert len(encode_ids([f"msg_ab_{k:x}" for k in range(1000)])) == 1

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from .. import __version__, _check
+from .. import _check
+from .._version import __version__
 from ..errors import ConvomemError
 from ..model import PinSpec, check_pins
 from ..tokens import Tokenizer, get_tokenizer

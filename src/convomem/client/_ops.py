@@ -17,12 +17,12 @@ import random
 from collections.abc import Generator, Iterable, Mapping
 from typing import Any, Final, TypeAlias, TypeVar
 
+from .._io import Sleep
 from ..errors import ConfigError, SessionMoved, TransientError
 from ..model import Message
 from ._wire import (
     Request,
     Response,
-    Sleep,
     as_dict,
     bad_answer,
     check_ok,

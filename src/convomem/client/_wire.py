@@ -1,9 +1,14 @@
 """The client's sans-I/O layer: requests as values, responses decoded, problems raised.
 
 ``Client`` and ``AsyncClient`` differ only in how they perform a ``Request`` (httpx's
-sync or async client) and a ``Sleep``; everything else (paths, bodies, headers, the
-decoding of answers, the mapping of problem details to typed errors, the retries) is
-written once here and in ``_ops``.
+sync or async client) and a ``Sleep`` (``_io.Sleep``, the one pause of every room);
+everything else (paths, bodies, headers, the decoding of answers, the mapping of problem
+details to typed errors, the retries) is written once here and in ``_ops``.
+
+A ``Request`` stays data, not an ``_io.Call`` on the transport: the operations then
+know nothing of httpx (a test scripts a server by answering requests, and the
+TypeScript client mirrors the same values), and each twin performs it with its own
+client in ``_perform``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
+from .._io import Sleep
 from ..errors import (
     ConfigError,
     MessageIdConflict,
@@ -65,13 +71,6 @@ class Response:
     status: int
     headers: Mapping[str, str]
     body: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Sleep:
-    """Wait this many seconds before the next request (a retry's pause)."""
-
-    seconds: float
 
 
 def path(*parts: str) -> str:

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .._io import adrive
+from .._io import Sleep, adrive
 from .._sse import EventParser
 from ..model import Message
 from . import _ops
 from ._chat import ChatReply, stream_error
 from ._common import ClientConfig, import_httpx, transport_error
-from ._wire import Request, Response, Sleep, path
+from ._wire import Request, Response, path
 
 __all__ = ["AsyncChatStream", "AsyncClient"]
 

@@ -7,13 +7,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .._io import drive
+from .._io import Sleep, drive
 from .._sse import EventParser
 from ..model import Message
 from . import _ops
 from ._chat import ChatReply, stream_error
 from ._common import ClientConfig, import_httpx, transport_error
-from ._wire import Request, Response, Sleep, path
+from ._wire import Request, Response, path
 
 __all__ = ["ChatStream", "Client"]
 

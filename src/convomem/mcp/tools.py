@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ConvomemError
 from ..model import Message
 from ..server import facts, operations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -405,6 +406,11 @@ _set_priority = _setter("priority")
 _set_row = _setter("_row")
 _set_key = _setter("_key")
 _set_counts = _setter("_counts")
+
+counts_memo: Callable[[Message], dict[int, int] | None] = operator.attrgetter("_counts")
+"""A message's token counts by tokenizer (None before its first count), outside its
+value: the memo ``tokens.BaseTokenizer`` keeps on it (set by ``set_counts_memo``)."""
+set_counts_memo: Callable[[Message, dict[int, int]], None] = _set_counts
 
 
 def _rebuild(data: dict[str, Any]) -> Message:

@@ -1,9 +1,9 @@
 """Packing: decide which messages of a list are sent under a token budget."""
 
+from .._io import Call
 from .classify import OK, ORPHAN, STUBBED, UNANSWERED, Stubber, Unanswered, countable_stub
 from .packer import Packer
 from .plan import (
-    Call,
     PlanGen,
     Selection,
     StartOn,
@@ -13,6 +13,7 @@ from .plan import (
     run_plan_async,
 )
 from .provider import PackedAnthropic, PackedOpenAI
+from .recency import Recency
 from .result import REASONS, Decision, PackResult, check_budget
 from .stages import ChunkStrategy, Pipeline, Stage, Window, as_strategy, runs_of
 from .table import ChunkTable, Placement
@@ -34,6 +35,7 @@ __all__ = [
     "Pipeline",
     "Placement",
     "PlanGen",
+    "Recency",
     "Selection",
     "Stage",
     "StartOn",

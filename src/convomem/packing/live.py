@@ -46,9 +46,10 @@ class LiveTable(ChunkTable):
         )  # fmt: skip
         self.policy = policy
         self.version = 0
-        self._reset()
+        self.reset()
 
-    def _reset(self) -> None:
+    def reset(self) -> None:
+        """Forget everything described (after a failed update: the next one starts over)."""
         self.builder = ChunkBuilder()
         self.messages = []
         self.base: list[Message] = []
@@ -91,7 +92,7 @@ class LiveTable(ChunkTable):
         counts = count_checked(self.tokenizer, msgs[start:] if start else msgs)
         self._unapply_dyn()
         if not extends:
-            self._reset()
+            self.reset()
         self.version += 1
         self.messages = msgs
         self.base.extend(msgs[start:] if start else msgs)

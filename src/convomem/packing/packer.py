@@ -15,6 +15,7 @@ from .classify import Unanswered, check_unanswered, countable_stub
 from .live import LiveTable
 from .plan import StartOn, assemble, run_plan, run_plan_async
 from .provider import DictInput, Kind, PackedAnthropic, PackedOpenAI, as_items
+from .recency import Recency
 from .result import PackResult, check_budget
 from .stages import ChunkStrategy, as_strategy
 from .table import _as_messages
@@ -64,11 +65,7 @@ class Packer:
     ) -> None:
         self._budget = check_budget(budget)
         self._tokenizer = get_tokenizer(tokenizer)
-        if strategy is None:
-            from ..strategies.budget import Recency
-
-            strategy = Recency()
-        self._strategy = as_strategy(strategy)
+        self._strategy = as_strategy(Recency() if strategy is None else strategy)
         self._policy = PinPolicy(pin)
         self._unanswered = check_unanswered(unanswered)
         self._start_on = _check_start_on(start_on)
@@ -128,7 +125,7 @@ class Packer:
             try:
                 self._live.update(msgs)
             except BaseException:
-                self._live._reset()
+                self._live.reset()
                 self._lock.release()
                 raise
             return self._live, True
@@ -157,7 +154,7 @@ class Packer:
             try:
                 live.update(msgs, trusted=trusted)
             except BaseException:
-                live._reset()
+                live.reset()
                 raise
             state.live_version = live.version
         except BaseException:

@@ -1,15 +1,17 @@
-"""The strategy protocol, the I/O plan a stage yields, and how a selection becomes a result."""
+"""The strategy protocol, the I/O plan a stage yields, and how a selection becomes a result.
+
+A plan's I/O requests are ``_io``'s (``Call``, re-exported as ``packing.Call``, and
+``Sleep``): one vocabulary with the session and the summaries.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from .._io import adrive, drive, run_awaitable
+from .._io import Call, Sleep, arun, run
 from ..errors import AsyncSummarizerError
 from ..model import Message, starts_turn
 from ..tokens import Tokenizer
@@ -46,61 +48,32 @@ class Strategy(Protocol):
         ...
 
 
-@dataclass
-class Call:
-    """An I/O request a stage's ``plan()`` yields; the driver sends back the result.
+PlanGen: TypeAlias = Generator[Call | Sleep, Any, "Selection"]
+"""A stage's plan: yields ``_io`` requests (``Call``, ``Sleep``), returns its selection.
 
-    ``pack()`` calls ``fn`` (running it to completion if it returns an awaitable and no
-    event loop is running); ``pack_async()`` awaits ``async_fn`` when given, else runs
-    ``fn`` in a worker thread when ``offload`` (so a slow sync summarizer does not block
-    the loop) and awaits what it returns if that is awaitable. An exception raised by
-    the call is thrown into the generator, so a stage may fall back.
-    """
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    async_fn: Callable[..., Awaitable[Any]] | None = None
-    offload: bool = True
-    what: str = ""
+A ``Call`` is performed by ``pack()`` synchronously (an async function's result is run to
+completion when no event loop is running) and by ``pack_async()`` in the loop (``afn``
+awaited when given, else ``fn`` in a worker thread when ``offload``). An exception raised
+by the call is thrown into the plan, so a stage may fall back.
+"""
 
 
-PlanGen: TypeAlias = Generator[Call, Any, "Selection"]
-
-
-def _perform(call: Call) -> Any:
-    result = call.fn(*call.args, **call.kwargs)
-    return _run_awaitable(result, call) if inspect.isawaitable(result) else result
+def _refused(call: Call) -> AsyncSummarizerError:
+    what = getattr(call.fn, "__qualname__", repr(call.fn))
+    return AsyncSummarizerError(
+        f"{what} is async and an event loop is running: use `await packer.pack_async(...)` "
+        "(or the strategy's pack_async) instead of pack()"
+    )
 
 
 def run_plan(gen: PlanGen) -> Selection:
     """Drive a plan synchronously."""
-    return drive(gen, _perform)
-
-
-def _run_awaitable(result: Awaitable[Any], call: Call) -> Any:
-    what = call.what or getattr(call.fn, "__qualname__", repr(call.fn))
-    return run_awaitable(
-        result,
-        f"{what} is async and an event loop is running: use `await packer.pack_async(...)` "
-        "(or the strategy's pack_async) instead of pack()",
-        AsyncSummarizerError,
-    )
-
-
-async def _aperform(call: Call) -> Any:
-    if call.async_fn is not None:
-        result = await call.async_fn(*call.args, **call.kwargs)
-    elif call.offload:
-        result = await asyncio.to_thread(call.fn, *call.args, **call.kwargs)
-    else:
-        result = call.fn(*call.args, **call.kwargs)
-    return (await result) if inspect.isawaitable(result) else result
+    return run(gen, refuse=_refused, complete=True)
 
 
 async def run_plan_async(gen: PlanGen) -> Selection:
-    """Drive a plan in an event loop: async calls awaited, sync ones off the loop."""
-    return await adrive(gen, _aperform)
+    """Drive a plan in an event loop: async calls awaited, offloaded sync ones off it."""
+    return await arun(gen)
 
 
 # ------------------------------------------------------------------------- selection

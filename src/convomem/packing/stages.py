@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from typing import TypeAlias
 
+from .._io import Call
 from ..errors import ConfigError, ConvomemError
 from ..model import Message
 from ..tokens import Tokenizer, get_tokenizer
 from .classify import check_unanswered
 from .plan import (
-    Call,
     PlanGen,
     Selection,
     Strategy,
@@ -173,14 +173,7 @@ class _Foreign(ChunkStrategy):
         pins = [k for k, p in enumerate(owner) if p in pin_set]
         kwargs = {"budget": budget, "tokenizer": table.tokenizer, "pinned_indices": pins}
         afn = getattr(self.strategy, "pack_async", None)
-        result = yield Call(
-            self.strategy.pack,
-            (seq,),
-            kwargs,
-            async_fn=afn if callable(afn) else None,
-            offload=False,
-            what=f"strategy {self.name!r}",
-        )
+        result = yield Call(self.strategy.pack, (seq,), kwargs, afn if callable(afn) else None)
         if not isinstance(result, PackResult):
             raise ConvomemError(
                 f"strategy {self.name!r}: pack() must return a PackResult, "

@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ConvomemError, StoreError, TransientError
 from . import api_docs, routes_facts, routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state

@@ -34,20 +34,25 @@ from .records import (
     encode_messages,
 )
 
-__all__ = ["Call", "SessionCalls", "check_session_key"]
+__all__ = ["PgCall", "SessionCalls", "check_session_key"]
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class Call(Generic[T]):
+class PgCall(Generic[T]):
     """An operation ready to run: ``fn(tx)`` is its generator of statements."""
 
     fn: Callable[[Tx], Op]
 
 
-def _write(body: Callable[[Tx], Op]) -> Call[Any]:
-    return Call(lambda tx: in_tx(tx, body(tx)))
+Call = PgCall
+"""The old name, still imported by ``recall/index.py`` and ``server/_records.py``: remove
+it with those imports (the recall and write helpers, issue 20)."""
+
+
+def _write(body: Callable[[Tx], Op]) -> PgCall[Any]:
+    return PgCall(lambda tx: in_tx(tx, body(tx)))
 
 
 def _append_op(
@@ -85,33 +90,33 @@ class SessionCalls:
         self.user_id: str | None = key.user_id
         self.tenant: str | None = key.tenant_or_none
 
-    def _get_items(self, limit: object) -> Call[list[Message]]:
+    def _get_items(self, limit: object) -> PgCall[list[Message]]:
         key, n = self._key, check_limit(limit)
-        return Call(lambda tx: ops.get_items(tx, key, n))
+        return PgCall(lambda tx: ops.get_items(tx, key, n))
 
     def _entries(
         self, cursor: object, limit: object, newest_first: object
-    ) -> Call[tuple[list[LogEntry], str | None]]:
+    ) -> PgCall[tuple[list[LogEntry], str | None]]:
         back = _check.flag("newest_first", newest_first)
         n = check_page_limit(limit)
         what = f"page()/entries() with newest_first={back}"
         position = decode_cursor(cursor, "b" if back else "f", what)
         key = self._key
-        return Call(lambda tx: ops.entries(tx, key, position, n, back))
+        return PgCall(lambda tx: ops.entries(tx, key, position, n, back))
 
-    def _last_seq(self) -> Call[int]:
+    def _last_seq(self) -> PgCall[int]:
         key = self._key
-        return Call(lambda tx: ops.last_seq(tx, key))
+        return PgCall(lambda tx: ops.last_seq(tx, key))
 
-    def _info(self) -> Call[SessionInfo | None]:
+    def _info(self) -> PgCall[SessionInfo | None]:
         key = self._key
-        return Call(lambda tx: ops.info(tx, key))
+        return PgCall(lambda tx: ops.info(tx, key))
 
-    def _load_state(self) -> Call[tuple[dict[str, Any] | None, int]]:
+    def _load_state(self) -> PgCall[tuple[dict[str, Any] | None, int]]:
         key = self._key
-        return Call(lambda tx: ops.load_state(tx, key))
+        return PgCall(lambda tx: ops.load_state(tx, key))
 
-    def _get_counts(self, message_ids: object) -> Call[dict[str, dict[str, int]]]:
+    def _get_counts(self, message_ids: object) -> PgCall[dict[str, dict[str, int]]]:
         ids: list[str] | None = None
         if message_ids is not None:
             if isinstance(message_ids, str | bytes) or not isinstance(message_ids, Sequence):
@@ -121,7 +126,7 @@ class SessionCalls:
                 if not isinstance(mid, str):
                     raise ConfigError(f"message_ids[{i}]={mid!r}: must be a string")
         key = self._key
-        return Call(lambda tx: ops.get_counts(tx, key, ids))
+        return PgCall(lambda tx: ops.get_counts(tx, key, ids))
 
     def _append(
         self,
@@ -130,7 +135,7 @@ class SessionCalls:
         state: Mapping[str, Any] | None,
         expected_version: object,
         counts: Counts | None,
-    ) -> Call[int]:
+    ) -> PgCall[int]:
         batch = encode_messages(messages)
         seq = check_expected("expected_seq", expected_seq)
         version = check_expected("expected_version", expected_version)
@@ -150,32 +155,32 @@ class SessionCalls:
                     "counts of messages already stored)"
                 )
         texts = {mid: dumps(c) for mid, c in given.items()}
-        return Call(_append_op(self._key, batch, seq, text, has_state, version, texts))
+        return PgCall(_append_op(self._key, batch, seq, text, has_state, version, texts))
 
-    def _pop_item(self) -> Call[Message | None]:
+    def _pop_item(self) -> PgCall[Message | None]:
         key = self._key
         return _write(lambda tx: writes.pop_item(tx, key))
 
-    def _clear_session(self) -> Call[None]:
+    def _clear_session(self) -> PgCall[None]:
         key = self._key
         return _write(lambda tx: writes.clear_session(tx, key))
 
-    def _truncate(self, keep: object) -> Call[None]:
+    def _truncate(self, keep: object) -> PgCall[None]:
         key, n = self._key, _check.non_negative_int("keep", keep)
         return _write(lambda tx: writes.truncate(tx, key, n))
 
-    def _save_state(self, state: Mapping[str, Any] | None, expected_version: object) -> Call[int]:
+    def _save_state(self, state: Mapping[str, Any] | None, expected_version: object) -> PgCall[int]:
         text = None if state is None else check_json_object("state", state)
         version = _check.non_negative_int("expected_version", expected_version)
         key = self._key
         return _write(lambda tx: writes.save_state(tx, key, text, version))
 
-    def _set_counts(self, counts: object) -> Call[None]:
+    def _set_counts(self, counts: object) -> PgCall[None]:
         given = check_counts(counts)
         key = self._key
         return _write(lambda tx: writes.set_counts(tx, key, given))
 
-    def _set_metadata(self, metadata: object) -> Call[None]:
+    def _set_metadata(self, metadata: object) -> PgCall[None]:
         text = check_json_object("metadata", metadata)
         key = self._key
         return _write(lambda tx: writes.set_metadata(tx, key, text))
@@ -183,30 +188,30 @@ class SessionCalls:
 
 def sessions_call(
     user_id: object, tenant: object, cursor: object, limit: object
-) -> Call[tuple[list[SessionInfo], str | None]]:
+) -> PgCall[tuple[list[SessionInfo], str | None]]:
     uid = check_name("user_id", user_id, optional=True)
     ten = check_name("tenant", tenant, optional=True) or ""
     before = decode_cursor(cursor, "s", "sessions()")
     n = check_page_limit(limit)
-    return Call(lambda tx: ops.list_sessions(tx, ten, uid, before, n))
+    return PgCall(lambda tx: ops.list_sessions(tx, ten, uid, before, n))
 
 
-def tenant_counts_call(user_id: object) -> Call[dict[str | None, int]]:
+def tenant_counts_call(user_id: object) -> PgCall[dict[str | None, int]]:
     uid = check_name("user_id", user_id, optional=True)
-    return Call(lambda tx: ops.tenant_counts(tx, uid))
+    return PgCall(lambda tx: ops.tenant_counts(tx, uid))
 
 
-def delete_session_call(session_id: object, user_id: object, tenant: object) -> Call[bool]:
+def delete_session_call(session_id: object, user_id: object, tenant: object) -> PgCall[bool]:
     key = check_session_key(session_id, user_id, tenant)
     return _write(lambda tx: writes.delete_session(tx, key))
 
 
-def erase_user_call(user_id: object, tenant: object) -> Call[int]:
+def erase_user_call(user_id: object, tenant: object) -> PgCall[int]:
     uid = check_name("user_id", user_id)
     ten = check_name("tenant", tenant, optional=True) or ""
     assert uid is not None
     return _write(lambda tx: writes.erase_user(tx, ten, uid))
 
 
-def sweep_call() -> Call[int]:
+def sweep_call() -> PgCall[int]:
     return _write(writes.sweep)

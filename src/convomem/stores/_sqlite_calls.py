@@ -33,7 +33,7 @@ from .records import (
 T = TypeVar("T")
 
 
-class Call(Generic[T]):
+class SQLiteCall(Generic[T]):
     """An operation ready to run: ``fn(tx)``, inside a write transaction when ``write``."""
 
     __slots__ = ("fn", "write")
@@ -41,6 +41,11 @@ class Call(Generic[T]):
     def __init__(self, fn: Callable[[ops.Tx], T], write: bool) -> None:
         self.fn = fn
         self.write = write
+
+
+Call = SQLiteCall
+"""The old name, still imported by ``recall/index.py`` and ``server/_records.py``: remove
+it with those imports (the recall and write helpers, issue 20)."""
 
 
 def _encode(messages: object) -> list[EncodedMessage]:
@@ -81,34 +86,34 @@ class SessionCalls:
         self.user_id: str | None = key.user_id
         self.tenant: str | None = key.tenant_or_none
 
-    def _get_items(self, limit: object) -> Call[list[Message]]:
+    def _get_items(self, limit: object) -> SQLiteCall[list[Message]]:
         key, n = self._key, check_limit(limit)
-        return Call(lambda tx: ops.get_items(tx, key, n), False)
+        return SQLiteCall(lambda tx: ops.get_items(tx, key, n), False)
 
     def _entries(
         self, cursor: object, limit: object, newest_first: object
-    ) -> Call[tuple[list[LogEntry], str | None]]:
+    ) -> SQLiteCall[tuple[list[LogEntry], str | None]]:
         back = _check.flag("newest_first", newest_first)
         n = check_page_limit(limit)
         kind = "b" if back else "f"
         what = f"page()/entries() with newest_first={back}"
         position = decode_cursor(cursor, kind, what)
         key = self._key
-        return Call(lambda tx: ops.entries(tx, key, position, n, back), False)
+        return SQLiteCall(lambda tx: ops.entries(tx, key, position, n, back), False)
 
-    def _last_seq(self) -> Call[int]:
+    def _last_seq(self) -> SQLiteCall[int]:
         key = self._key
-        return Call(lambda tx: ops.last_seq(tx, key), False)
+        return SQLiteCall(lambda tx: ops.last_seq(tx, key), False)
 
-    def _info(self) -> Call[SessionInfo | None]:
+    def _info(self) -> SQLiteCall[SessionInfo | None]:
         key = self._key
-        return Call(lambda tx: ops.info(tx, key), False)
+        return SQLiteCall(lambda tx: ops.info(tx, key), False)
 
-    def _load_state(self) -> Call[tuple[dict[str, Any] | None, int]]:
+    def _load_state(self) -> SQLiteCall[tuple[dict[str, Any] | None, int]]:
         key = self._key
-        return Call(lambda tx: ops.load_state(tx, key), False)
+        return SQLiteCall(lambda tx: ops.load_state(tx, key), False)
 
-    def _get_counts(self, message_ids: object) -> Call[dict[str, dict[str, int]]]:
+    def _get_counts(self, message_ids: object) -> SQLiteCall[dict[str, dict[str, int]]]:
         ids: list[str] | None = None
         if message_ids is not None:
             if isinstance(message_ids, str | bytes) or not isinstance(message_ids, Sequence):
@@ -118,7 +123,7 @@ class SessionCalls:
                 if not isinstance(mid, str):
                     raise ConfigError(f"message_ids[{i}]={mid!r}: must be a string")
         key = self._key
-        return Call(lambda tx: ops.get_counts(tx, key, ids), False)
+        return SQLiteCall(lambda tx: ops.get_counts(tx, key, ids), False)
 
     def _append(
         self,
@@ -127,7 +132,7 @@ class SessionCalls:
         state: Mapping[str, Any] | None,
         expected_version: object,
         counts: Counts | None,
-    ) -> Call[int]:
+    ) -> SQLiteCall[int]:
         batch = _encode(messages)
         seq = check_expected("expected_seq", expected_seq)
         version = check_expected("expected_version", expected_version)
@@ -150,66 +155,68 @@ class SessionCalls:
                     )
             texts = {mid: dumps(c) for mid, c in given.items()}
         key, hint = self._key, self._hint
-        return Call(
+        return SQLiteCall(
             lambda tx: writes.append(tx, key, batch, seq, text, has_state, version, texts, hint),
             True,
         )
 
-    def _pop_item(self) -> Call[Message | None]:
+    def _pop_item(self) -> SQLiteCall[Message | None]:
         key = self._key
-        return Call(lambda tx: writes.pop_item(tx, key), True)
+        return SQLiteCall(lambda tx: writes.pop_item(tx, key), True)
 
-    def _clear_session(self) -> Call[None]:
+    def _clear_session(self) -> SQLiteCall[None]:
         key = self._key
-        return Call(lambda tx: writes.clear_session(tx, key), True)
+        return SQLiteCall(lambda tx: writes.clear_session(tx, key), True)
 
-    def _truncate(self, keep: object) -> Call[None]:
+    def _truncate(self, keep: object) -> SQLiteCall[None]:
         key, n = self._key, _check.non_negative_int("keep", keep)
-        return Call(lambda tx: writes.truncate(tx, key, n), True)
+        return SQLiteCall(lambda tx: writes.truncate(tx, key, n), True)
 
-    def _save_state(self, state: Mapping[str, Any] | None, expected_version: object) -> Call[int]:
+    def _save_state(
+        self, state: Mapping[str, Any] | None, expected_version: object
+    ) -> SQLiteCall[int]:
         text = None if state is None else check_json_object("state", state)
         version = _check.non_negative_int("expected_version", expected_version)
         key = self._key
-        return Call(lambda tx: writes.save_state(tx, key, text, version), True)
+        return SQLiteCall(lambda tx: writes.save_state(tx, key, text, version), True)
 
-    def _set_counts(self, counts: object) -> Call[None]:
+    def _set_counts(self, counts: object) -> SQLiteCall[None]:
         given = check_counts(counts)
         key = self._key
-        return Call(lambda tx: writes.set_counts(tx, key, given), True)
+        return SQLiteCall(lambda tx: writes.set_counts(tx, key, given), True)
 
-    def _set_metadata(self, metadata: object) -> Call[None]:
+    def _set_metadata(self, metadata: object) -> SQLiteCall[None]:
         text = check_json_object("metadata", metadata)
         key = self._key
-        return Call(lambda tx: writes.set_metadata(tx, key, text), True)
+        return SQLiteCall(lambda tx: writes.set_metadata(tx, key, text), True)
 
 
 def sessions_call(
     user_id: object, tenant: object, cursor: object, limit: object
-) -> Call[tuple[list[SessionInfo], str | None]]:
+) -> SQLiteCall[tuple[list[SessionInfo], str | None]]:
     uid = check_name("user_id", user_id, optional=True)
     ten = check_name("tenant", tenant, optional=True) or ""
     before = decode_cursor(cursor, "s", "sessions()")
     n = check_page_limit(limit)
-    return Call(lambda tx: ops.list_sessions(tx, ten, uid, before, n), False)
+    return SQLiteCall(lambda tx: ops.list_sessions(tx, ten, uid, before, n), False)
 
 
-def tenant_counts_call(user_id: object) -> Call[dict[str | None, int]]:
+def tenant_counts_call(user_id: object) -> SQLiteCall[dict[str | None, int]]:
     uid = check_name("user_id", user_id, optional=True)
-    return Call(lambda tx: ops.tenant_counts(tx, uid), False)
+    return SQLiteCall(lambda tx: ops.tenant_counts(tx, uid), False)
 
 
-def delete_session_call(session_id: object, user_id: object, tenant: object) -> Call[bool]:
+def delete_session_call(session_id: object, user_id: object, tenant: object) -> SQLiteCall[bool]:
     key = check_session_key(session_id, user_id, tenant)
-    return Call(lambda tx: writes.delete_session(tx, key), True)
+    return SQLiteCall(lambda tx: writes.delete_session(tx, key), True)
 
 
-def erase_user_call(user_id: object, tenant: object) -> Call[int]:
+def erase_user_call(user_id: object, tenant: object) -> SQLiteCall[int]:
     uid = check_name("user_id", user_id)
     ten = check_name("tenant", tenant, optional=True) or ""
     assert uid is not None
-    return Call(lambda tx: writes.erase_user(tx, ten, uid), True)
+    return SQLiteCall(lambda tx: writes.erase_user(tx, ten, uid), True)
 
 
-def sweep_call() -> Call[int]:
-    return Call(writes.sweep, True)
+def sweep_call() -> SQLiteCall[int]:
+    return SQLiteCall(writes.sweep, True)

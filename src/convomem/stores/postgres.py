@@ -44,7 +44,7 @@ from .. import _io
 from ..errors import StoreError
 from . import _pg_ops as ops
 from ._pg_calls import (
-    Call,
+    PgCall,
     SessionCalls,
     check_session_key,
     delete_session_call,
@@ -193,7 +193,7 @@ class PostgresDatabase:
                     conn.execute("ROLLBACK")
             raise
 
-    def _attempt(self, call: Call[T]) -> T:
+    def _attempt(self, call: PgCall[T]) -> T:
         s = self._settings
         tx = s.tx()
         try:
@@ -206,7 +206,7 @@ class PostgresDatabase:
                 raise
             raise error from exc
 
-    def _run(self, call: Call[T]) -> T:
+    def _run(self, call: PgCall[T]) -> T:
         if self._closed:
             raise StoreError(f"{self._settings.where}: the database is closed")
         result: T = self._retry.call(self._attempt, call)
@@ -285,6 +285,9 @@ class PostgresSession(SessionCalls, SessionAPI):
     def __init__(self, db: PostgresDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
+
+    def _run(self, op: PgCall[T]) -> T:
+        return self._db._run(op)
 
     def __repr__(self) -> str:
         return f"<PostgresSession {self.session_id!r} of {self._db.url}>"

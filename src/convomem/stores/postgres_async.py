@@ -22,7 +22,7 @@ from .. import _io
 from ..errors import StoreError
 from . import _pg_ops as ops
 from ._pg_calls import (
-    Call,
+    PgCall,
     SessionCalls,
     check_session_key,
     delete_session_call,
@@ -142,7 +142,7 @@ class AsyncPostgresDatabase:
                     await conn.execute("ROLLBACK")
             raise
 
-    async def _attempt(self, call: Call[T]) -> T:
+    async def _attempt(self, call: PgCall[T]) -> T:
         s = self._settings
         tx = s.tx()
         try:
@@ -155,7 +155,7 @@ class AsyncPostgresDatabase:
                 raise
             raise error from exc
 
-    async def _arun(self, call: Call[T]) -> T:
+    async def _arun(self, call: PgCall[T]) -> T:
         if self._closed:
             raise StoreError(f"{self._settings.where}: the database is closed")
         result: T = await self._retry.acall(self._attempt, call)
@@ -229,6 +229,9 @@ class AsyncPostgresSession(SessionCalls, AsyncSessionAPI):
     def __init__(self, db: AsyncPostgresDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
+
+    async def _arun(self, op: PgCall[T]) -> T:
+        return await self._db._arun(op)
 
     def __repr__(self) -> str:
         return f"<AsyncPostgresSession {self.session_id!r} of {self._db.url}>"

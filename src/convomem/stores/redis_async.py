@@ -237,5 +237,8 @@ class AsyncRedisSession(RedisCalls, AsyncSessionAPI):
         super().__init__(session_id, user_id, tenant)
         self._db = db
 
+    async def _arun(self, op: ops.Op[T]) -> T:
+        return await self._db._arun(op)
+
     def __repr__(self) -> str:
         return f"<AsyncRedisSession {self.session_id!r} of {self._db.url}>"

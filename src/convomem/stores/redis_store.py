@@ -254,5 +254,8 @@ class RedisSession(RedisCalls, SessionAPI):
         super().__init__(session_id, user_id, tenant)
         self._db = db
 
+    def _run(self, op: ops.Op[T]) -> T:
+        return self._db._run(op)
+
     def __repr__(self) -> str:
         return f"<RedisSession {self.session_id!r} of {self._db.url}>"

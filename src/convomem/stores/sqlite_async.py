@@ -2,10 +2,10 @@
 
 ``await aopen_store("sqlite:///chat.db")`` gives an ``AsyncSQLiteDatabase``; its
 sessions are ``AsyncStore`` s (``AsyncSessionStore``). Every call is built and checked by
-the same code as the sync one (``_sqlite_calls``) and runs the same SQLite operation, on
-a connection of its own worker thread (``workers`` of them, 4 by default), so the event
-loop never blocks on SQLite. Transient failures are retried by the same
-``RetryPolicy``, waiting with ``asyncio.sleep``.
+the same code as the sync one (``_sqlite_calls``) and runs the same SQLite operation
+through the same driver (``_sqlite_driver``), on a connection of its own worker thread
+(``workers`` of them, 4 by default), so the event loop never blocks on SQLite. Transient
+failures are retried by the same ``RetryPolicy``, waiting with ``asyncio.sleep``.
 
 Cancelling a call stops the wait, not the operation: a write already handed to its
 thread commits or not as a whole. Appends are idempotent, so a caller that does not know
@@ -24,8 +24,8 @@ from ..errors import StoreError
 from . import _sqlite_ops as ops
 from ._session_api import AsyncSessionAPI
 from ._sqlite_calls import (
-    Call,
     SessionCalls,
+    SQLiteCall,
     check_session_key,
     delete_session_call,
     erase_user_call,
@@ -33,8 +33,8 @@ from ._sqlite_calls import (
     sweep_call,
     tenant_counts_call,
 )
+from ._sqlite_driver import SQLiteDriver
 from .database import SessionInfo, StoreStats, TTLPolicy
-from .sqlite import SQLiteDatabase
 
 __all__ = ["AsyncSQLiteDatabase", "AsyncSQLiteSession"]
 
@@ -46,12 +46,12 @@ class AsyncSQLiteDatabase:
     for the options. Make one with ``await AsyncSQLiteDatabase.open(path, ...)`` or
     ``await aopen_store(url)``."""
 
-    def __init__(self, core: SQLiteDatabase, executor: ThreadPoolExecutor) -> None:
-        self._core = core
+    def __init__(self, driver: SQLiteDriver, executor: ThreadPoolExecutor) -> None:
+        self._driver = driver
         self._executor = executor
-        self.url: str = core.url
-        self.path: str | None = core.path
-        self.ttl: TTLPolicy = core.ttl
+        self.url: str = driver.url
+        self.path: str | None = driver.path
+        self.ttl: TTLPolicy = driver.ttl
 
     @classmethod
     async def open(
@@ -62,25 +62,25 @@ class AsyncSQLiteDatabase:
         executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="convomem-sqlite")
         try:
             loop = asyncio.get_running_loop()
-            core = await loop.run_in_executor(
-                executor, functools.partial(SQLiteDatabase, path, **options)
+            driver = await loop.run_in_executor(
+                executor, functools.partial(SQLiteDriver, path, **options)
             )
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(core, executor)
+        return cls(driver, executor)
 
-    async def _arun(self, call: Call[T]) -> T:
+    async def _arun(self, call: SQLiteCall[T]) -> T:
         loop = asyncio.get_running_loop()
-        core = self._core
+        driver = self._driver
 
         def attempt() -> asyncio.Future[T]:
             try:
-                return loop.run_in_executor(self._executor, core._attempt, call.fn, call.write)
+                return loop.run_in_executor(self._executor, driver.attempt, call)
             except RuntimeError:  # the executor is shut down
-                raise StoreError(f"{core._where()}: the database is closed") from None
+                raise StoreError(f"{driver.where()}: the database is closed") from None
 
-        result: T = await core._retry.acall(attempt)
+        result: T = await driver.retry.acall(attempt)
         return result
 
     def session(
@@ -115,7 +115,7 @@ class AsyncSQLiteDatabase:
     async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
         """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
         erased = await self._arun(erase_user_call(user_id, tenant))
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._core._checkpoint)
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._driver.checkpoint)
         return erased
 
     async def sweep(self) -> int:
@@ -124,12 +124,12 @@ class AsyncSQLiteDatabase:
 
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""
-        return self._core.stats()
+        return self._driver.stats()
 
     def close(self) -> None:
         """Wait for the running calls, then close every connection."""
         self._executor.shutdown(wait=True)
-        self._core.close()
+        self._driver.close()
 
     async def aclose(self) -> None:
         """``close`` without blocking the event loop."""
@@ -154,6 +154,9 @@ class AsyncSQLiteSession(SessionCalls, AsyncSessionAPI):
     def __init__(self, db: AsyncSQLiteDatabase, key: ops.Key) -> None:
         super().__init__(key)
         self._db = db
+
+    async def _arun(self, call: SQLiteCall[T]) -> T:
+        return await self._db._arun(call)
 
     def __repr__(self) -> str:
         return f"<AsyncSQLiteSession {self.session_id!r} of {self._db.url}>"

@@ -159,13 +159,7 @@ class SemanticDedup(ChunkStrategy):
             todo = [chunks[p].messages[0] for p in compress(range(start, n), flags)]
             got: Sequence[Vector] = []
             if todo:
-                got = yield Call(
-                    self.cache.vectors,
-                    (todo,),
-                    async_fn=self.cache.avectors,
-                    offload=False,
-                    what=f"embedder {self.embedder!r}",
-                )
+                got = yield Call(self.cache.vectors, (todo,), afn=self.cache.avectors)
             it = iter(got)
             plain.extend(flags)
             vecs.extend([next(it) if f else None for f in flags])

@@ -159,7 +159,7 @@ class SummaryEvict(ChunkStrategy):
         self.fallback = check_fallback(fallback, Recency(contiguous=True))
         if isinstance(self.fallback, SummaryEvict):
             raise ConfigError(f"fallback={fallback!r}: a SummaryEvict cannot fall back to another")
-        self._incremental = self.summarizer._pass != "no"  # takes (messages, previous)
+        self._incremental = self.summarizer.takes_previous
         self.cache = SummaryCache(ENTRIES)
         self._shortest: tuple[Tokenizer, int] | None = None
 
@@ -253,7 +253,7 @@ class SummaryEvict(ChunkStrategy):
         try:
             # The adapter itself in sync packs: an async summarizer inside a running
             # loop then raises AsyncSummarizerError, which is told from a failure.
-            text = yield Call(adapter, (given, previous), async_fn=adapter.acall, what=what)
+            text = yield Call(adapter, (given, previous), afn=adapter.acall)
         except AsyncSummarizerError as exc:
             raise AsyncSummarizerError(
                 f"{what} is async and an event loop is running: use `await "

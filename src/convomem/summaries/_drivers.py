@@ -1,85 +1,70 @@
-"""The I/O side of RunningSummary: sync and async drivers, the background task, input checks.
+"""The drivers of RunningSummary, its background task and its input checks.
 
-``_engine`` yields steps; this mixin performs them (a summarizer call, a sleep before a
-retry) with blocking calls or awaits, counts the calls, and checks what callers pass.
+``_engine`` yields ``_io`` requests; this mixin runs them with ``_io.run`` (blocking; an
+async summarizer, validator or sleep is run to completion when no event loop is running)
+or ``_io.arun`` (awaited: the async twins, sync summarizers in worker threads), and
+checks what callers pass.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
 
-from .._io import adrive, drive
-from ..errors import ConfigError, InvalidMessage, SummarizerError
+from .._io import Call, Gen, arun, run
+from ..errors import AsyncSummarizerError, ConfigError, InvalidMessage, SummarizerError
 from ..model import Message
-from ._engine import T, _Call, _Engine, _Gen, _Sleep
+from ..retry import RetryPolicy, retry_always, stop_after_attempt, wait_exponential
+from ._engine import T, _Engine
 from ._fact import Fact
-from ._validator import _Validate
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
+
+
+def retry_policy(
+    summarizer: object, retry: RetryPolicy | None, retries: int, backoff: float
+) -> RetryPolicy:
+    """The policy a summary retries its summarizer with: ``retry``; else the
+    summarizer's own (when the ``retries`` / ``backoff`` shorthands are left alone: it
+    knows which of its failures are worth a retry); else ``retries`` retries of any
+    error, waiting ``backoff * 2**k`` seconds."""
+    own = getattr(summarizer, "retry", None)
+    if retry is None and isinstance(own, RetryPolicy) and (retries, backoff) == (2, 0.5):
+        return own
+    if retry is None:
+        return RetryPolicy(
+            stop=stop_after_attempt(retries + 1),
+            wait=wait_exponential(multiplier=backoff),
+            retry=retry_always(),
+        )
+    if not isinstance(retry, RetryPolicy):
+        raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+    if (retries, backoff) != (2, 0.5):
+        raise ConfigError(
+            f"retries={retries!r}, backoff={backoff!r}: pass either retry=RetryPolicy(...) "
+            "or the retries/backoff shorthands, not both"
+        )
+    return retry
+
+
+def _refused(step: Call) -> AsyncSummarizerError:
+    name = getattr(step.fn, "__qualname__", repr(step.fn))
+    return AsyncSummarizerError(
+        f"{name} is async and an event loop is running: use afold / acompress"
+    )
 
 
 class _Driven(_Engine):
     """Drivers and checks shared by the public methods of ``RunningSummary``."""
 
-    _sleep: Callable[[float], object] | None
     _pending: set[asyncio.Task[None]]
 
     # -- drivers -----------------------------------------------------------------------
 
-    def _count_call(self, step: _Call) -> None:
-        stats = self._stats
-        stats.summarizer_calls += 1
-        if step.fallback:
-            stats.fallback_calls += 1
-        else:
-            stats.primary_calls += 1
-        n = self._tok.count_messages(step.messages)
-        if step.previous is not None:
-            prev = step.previous
-            n += prev.tokens if prev.tokens is not None else self._tok.count(prev.text)
-        stats.input_tokens += n
+    def _drive(self, gen: Gen[T]) -> T:
+        return run(gen, refuse=_refused, complete=True)
 
-    def _perform(self, step: _Sleep | _Call | _Validate) -> Any:
-        if isinstance(step, _Validate):
-            assert self._validator is not None
-            return self._validator(step.messages, step.text)
-        if isinstance(step, _Sleep):
-            if step.seconds > 0:
-                if self._sleep is None:
-                    time.sleep(step.seconds)
-                else:
-                    r = self._sleep(step.seconds)
-                    if inspect.iscoroutine(r):  # an async sleep given to a sync fold
-                        r.close()
-                        time.sleep(step.seconds)
-            return None
-        self._count_call(step)
-        return step.adapter(step.messages, step.previous)
-
-    async def _aperform(self, step: _Sleep | _Call | _Validate) -> Any:
-        if isinstance(step, _Validate):
-            assert self._validator is not None
-            return await self._validator.acall(step.messages, step.text)
-        if isinstance(step, _Sleep):
-            if step.seconds > 0:
-                if self._sleep is None:
-                    await asyncio.sleep(step.seconds)
-                else:
-                    r = self._sleep(step.seconds)
-                    if inspect.isawaitable(r):
-                        await r
-            return None
-        self._count_call(step)
-        return await step.adapter.acall(step.messages, step.previous)
-
-    def _drive(self, gen: _Gen[T]) -> T:
-        return drive(gen, self._perform)
-
-    async def _adrive(self, gen: _Gen[T]) -> T:
-        return await adrive(gen, self._aperform)
+    async def _adrive(self, gen: Gen[T]) -> T:
+        return await arun(gen)
 
     def _lock(self) -> asyncio.Lock:
         return self._alock.get()

@@ -1,10 +1,11 @@
 """The logic of RunningSummary, written once as generators; the drivers do the I/O.
 
-Each generator yields a step (``_Call`` a summarizer, ``_Sleep`` before a retry) and
-receives its result; ``running.py`` performs the steps synchronously or in an event
-loop. The state lives on the object; a generator stages its changes and commits them
-in one place (``_commit``) under the thread lock, after checking that nothing else
-committed meanwhile (``_version``), so a failed or raced fold changes nothing.
+Each generator yields ``_io`` requests (a ``Call`` to a summarizer or the validator, with
+its async twin; a ``Sleep`` before a retry) and receives their results; ``_drivers`` runs
+them with ``_io.run`` or ``_io.arun``. The state lives on the object; a generator stages
+its changes and commits them in one place (``_commit``) under the thread lock, after
+checking that nothing else committed meanwhile (``_version``), so a failed or raced fold
+changes nothing.
 """
 
 from __future__ import annotations
@@ -12,20 +13,22 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias, TypeVar
+from typing import TypeVar
 
-from .._io import LoopLock
+from .._io import Gen, LoopLock
 from ..errors import AsyncSummarizerError, SummarizerError
 from ..model import Message
 from ..retry import RetryPolicy
 from ..tokens import Tokenizer
 from ._fact import Fact, render_facts
-from ._validator import Validator, _Validate, _Validating
+from ._requests import _Requesting
+from ._validator import Validator, _Validating
 from .adapter import SummarizerAdapter
 from .extraction import extract_message
 from .ledger import FactLedger
+from .snapshot import Coverage
 from .stats import SummaryStats
 from .summary import SEGMENT_KEY, Summary, fit_whole, join_unique, render_summary, transcript
 
@@ -38,24 +41,7 @@ class _Seg:
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    adapter: SummarizerAdapter
-    messages: list[Message]
-    previous: Summary | None
-    fallback: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Sleep:
-    seconds: float
-
-
-_Step: TypeAlias = _Call | _Sleep | _Validate
-_Gen: TypeAlias = Generator[_Step, Any, T]
-
-
-class _Engine(_Validating):
+class _Engine(_Validating, _Requesting):
     """State and shared logic of ``RunningSummary`` (see its docstring)."""
 
     reserve: int
@@ -72,33 +58,16 @@ class _Engine(_Validating):
     _validator: Validator | None
     _ledger: FactLedger
     _segments: tuple[_Seg, ...]
-    _covered_now: dict[str, None]
-    _covered_lazy: list[Any] | None  # saved coverage not decoded yet (state.load lazy)
-    _covered_runs: Any
+    _coverage: Coverage
     _pending_seqs: set[int]
     _version: int
     _seq: int
     _current: Summary | None
     _message: Message | None
     _stats: SummaryStats
+    _sleep: Callable[[float], object] | None
     _tlock: threading.RLock
     _alock: LoopLock
-
-    @property
-    def _covered(self) -> dict[str, None]:
-        """Ids of every message folded in (a dict as an ordered set), decoded from a
-        lazily loaded state on first use."""
-        if self._covered_lazy is not None:
-            from .state import decode_covered  # state imports this module
-
-            raw, self._covered_lazy = self._covered_lazy, None
-            self._covered_now, self._covered_runs = decode_covered(raw)
-        return self._covered_now
-
-    @_covered.setter
-    def _covered(self, value: dict[str, None]) -> None:
-        self._covered_now = value
-        self._covered_lazy = None
 
     # -- measuring -------------------------------------------------------------------
 
@@ -172,7 +141,7 @@ class _Engine(_Validating):
         fallback: bool = True,
         primary_adapter: SummarizerAdapter | None = None,
         carried: str = "",
-    ) -> _Gen[tuple[str, bool, str]]:
+    ) -> Gen[tuple[str, bool, str]]:
         """The primary under the retry policy, then the fallback; SummarizerError if all
         fail. Returns ``(text, made by the fallback, summarizer name)``. With a validator,
         the primary's text must score ``min_score`` (``carried``: the facts rendered
@@ -183,7 +152,7 @@ class _Engine(_Validating):
             attempts = self.retry.attempts()
             while True:
                 try:
-                    text = yield _Call(first, messages, previous)
+                    text = yield self._call(first, messages, previous)
                 except AsyncSummarizerError:
                     raise
                 except Exception as exc:
@@ -194,7 +163,7 @@ class _Engine(_Validating):
                     if not decision.retry:
                         break
                     self._stats.retries += 1
-                    yield _Sleep(decision.delay)
+                    yield self._pause(decision.delay)
                     continue
                 rejected = yield from self._validate_gen(messages, previous, text, carried)
                 if rejected is None:
@@ -207,7 +176,7 @@ class _Engine(_Validating):
                 break
         if fallback and self._fallback is not None:
             try:
-                text = yield _Call(self._fallback, messages, previous, fallback=True)
+                text = yield self._call(self._fallback, messages, previous, fallback=True)
                 self._stats.fallbacks += 1
                 return text, True, self._fallback.name
             except AsyncSummarizerError:
@@ -231,7 +200,7 @@ class _Engine(_Validating):
 
     def _enforce_gen(
         self, segments: tuple[_Seg, ...], block: str, pending: set[int]
-    ) -> _Gen[tuple[_Seg, ...]]:
+    ) -> Gen[tuple[_Seg, ...]]:
         """Merge the oldest adjacent settled segments (then truncate a lone one) until
         the summary fits. Segments awaiting a background summary (``pending``) are
         never merged: their text is about to be replaced. While they stand in the way
@@ -277,7 +246,7 @@ class _Engine(_Validating):
         seen: set[str] = set()
         out: list[Message] = []
         for m in messages:
-            if m.id not in self._covered and m.id not in seen:
+            if m.id not in self._coverage and m.id not in seen:
                 seen.add(m.id)
                 out.append(m)
         return out
@@ -288,7 +257,7 @@ class _Engine(_Validating):
         *,
         background: bool,
         given: Mapping[str, tuple[Fact, ...]] | None = None,
-    ) -> _Gen[tuple[Summary | None, _Seg | None, list[Message]]]:
+    ) -> Gen[tuple[Summary | None, _Seg | None, list[Message]]]:
         new = self._new_messages(messages)
         self._stats.skipped += len(messages) - len(new)
         if not new:
@@ -302,7 +271,7 @@ class _Engine(_Validating):
         seg = self._make_seg(text, new[0].id, new[-1].id, len(new), name, degraded)
         while True:
             version = self._version
-            if any(m.id in self._covered for m in new):
+            if any(m.id in self._coverage for m in new):
                 # A concurrent fold covered some of these meanwhile: fold the rest.
                 return (yield from self._fold_gen(new, background=background, given=given))
             with self._tlock:  # preview changes the ledger for a moment, then undoes it
@@ -316,7 +285,7 @@ class _Engine(_Validating):
                     return self._current, seg, new
             # The state changed during a merge: redo the merge on the fresh state.
 
-    def _install_gen(self, seq: int, text: str | None, name: str) -> _Gen[bool]:
+    def _install_gen(self, seq: int, text: str | None, name: str) -> Gen[bool]:
         """Background: put the primary's ``text`` in place of segment ``seq`` (or, with
         ``text=None`` after the primary failed, settle the fallback segment as it is),
         then merge as a fold would. False if the segment is gone (cleared, replaced)."""
@@ -346,9 +315,7 @@ class _Engine(_Validating):
         self._segments = segments
         if found:
             self._ledger.add(found)
-        covered = self._covered
-        for m in new:
-            covered[m.id] = None
+        self._coverage.add(m.id for m in new)
         if pending is not None:
             self._pending_seqs.add(pending)
         self._version += 1
@@ -394,7 +361,7 @@ class _Engine(_Validating):
 
     def _compress_gen(
         self, messages: list[Message], summarizer: SummarizerAdapter | None
-    ) -> _Gen[Summary]:
+    ) -> Gen[Summary]:
         found: dict[tuple[str, str], Fact] = {}
         if self.facts:
             for f in self._facts_of(messages, None):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._io import Call
 from ..errors import AsyncSummarizerError, ConfigError, SummarizerError
 from ..model import Message
 from .stats import SummaryStats
@@ -95,14 +95,6 @@ def _run(awaitable: Any) -> Any:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Validate:
-    """The step asking the driver to run the validator on ``text``."""
-
-    messages: list[Message]
-    text: str
-
-
 class _Validating:
     """``RunningSummary``'s validation step (state lives on the summary)."""
 
@@ -114,7 +106,7 @@ class _Validating:
 
     def _validate_gen(
         self, messages: list[Message], previous: Summary | None, text: str, carried: str
-    ) -> Generator[_Validate, Any, str | None]:
+    ) -> Generator[Call, Any, str | None]:
         """None if ``text`` passes the validator (or there is none), else the reason.
         A validator that fails is counted and does not reject the text."""
         if self._validator is None:
@@ -129,7 +121,8 @@ class _Validating:
             shown = f"{text}\n\n{carried}"
             source.append(Message("carried_facts", "system", content=carried))
         try:
-            result: SummaryValidation = yield _Validate(source, shown)
+            validator = self._validator
+            result: SummaryValidation = yield Call(validator, (source, shown), afn=validator.acall)
         except AsyncSummarizerError:
             raise
         except Exception as exc:

@@ -103,6 +103,12 @@ class SummarizerAdapter:
             getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
         )
 
+    @property
+    def takes_previous(self) -> bool:
+        """Whether the summarizer accepts ``previous`` (so it can extend a summary
+        rather than rewrite it: ``SummaryEvict`` folds only the new messages in)."""
+        return self._pass != "no"
+
     def _invoke(
         self, fn: Callable[..., Any], messages: Sequence[Message], previous: Summary | None
     ) -> Any:

@@ -1,14 +1,8 @@
-"""RunningSummary: the incremental summary of one conversation.
+"""RunningSummary: the incremental summary of one conversation (see the class).
 
-A ``Summary`` is a derived system message that stands for a range of the log. A
-*summarizer* is any callable ``(messages, previous) -> str`` (sync or async); the
-older ``(messages) -> str`` form works too. ``as_summarizer`` adapts either form once.
-
-Each fold summarizes only newly evicted messages into a new *segment*; the oldest
-segments are merged only when the summary outgrows its token reserve, and a ledger of
-key facts is carried verbatim beside the segments, so details survive any number of
-folds. The logic lives in ``_engine`` (generators); this module holds the options, the
-sync and async drivers and the public methods; ``state`` holds persistence.
+The logic lives in ``_engine`` (generators; ``_drivers`` runs them, ``_persisted`` and
+``snapshot`` keep the content, ``state`` its JSON form); here are the options and the
+public methods.
 """
 
 from __future__ import annotations
@@ -23,22 +17,24 @@ from .. import _check
 from .._io import LoopLock
 from ..errors import ConfigError, InvalidMessage, SummarizerError
 from ..model import Message
-from ..retry import RetryPolicy, retry_always, stop_after_attempt, wait_exponential
+from ..retry import RetryPolicy
 from ..tokens import PER_MESSAGE_TOKENS, Tokenizer, get_tokenizer
 from . import state as _state
-from ._drivers import _Driven
+from ._drivers import retry_policy
 from ._fact import Fact
+from ._persisted import _Persisted
 from ._validator import ValidationLike, Validator
 from .adapter import SummarizerAdapter, SummarizerLike, as_summarizer
 from .extractive import ExtractiveSummarizer
 from .ledger import FactLedger
+from .snapshot import SummarySnapshot
 from .stats import SummaryStats
 from .summary import SUMMARY_HEADER, Summary
 
 __all__ = ["RunningSummary", "SummaryStats"]
 
 
-class RunningSummary(_Driven):
+class RunningSummary(_Persisted):
     """The incremental summary of one conversation.
 
     ``fold(evicted)`` summarizes only the messages it has not covered yet (by id) into
@@ -112,23 +108,7 @@ class RunningSummary(_Driven):
         self.reserve = _check.integer("reserve", reserve, minimum=floor)
         self.retries = _check.non_negative_int("retries", retries)
         self.backoff = _check.number("backoff", backoff, minimum=0.0)
-        own = getattr(summarizer, "retry", None)
-        if retry is None and isinstance(own, RetryPolicy) and (retries, backoff) == (2, 0.5):
-            retry = own  # the summarizer knows which of its failures are worth a retry
-        if retry is None:
-            retry = RetryPolicy(
-                stop=stop_after_attempt(self.retries + 1),
-                wait=wait_exponential(multiplier=self.backoff),
-                retry=retry_always(),
-            )
-        elif not isinstance(retry, RetryPolicy):
-            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
-        elif (retries, backoff) != (2, 0.5):
-            raise ConfigError(
-                f"retries={retries!r}, backoff={backoff!r}: pass either retry=RetryPolicy(...) "
-                "or the retries/backoff shorthands, not both"
-            )
-        self.retry = retry
+        self.retry = retry_policy(summarizer, retry, retries, backoff)
         self.facts = _check.flag("facts", facts)
         self.facts_share = _check.number("facts_share", facts_share, minimum=0.0, maximum=0.8)
         self.max_segments = _check.positive_int("max_segments", max_segments)
@@ -158,14 +138,8 @@ class RunningSummary(_Driven):
         self.last_validation = None
         self._sleep = sleep
         self._ledger = FactLedger(tokenizer=tok, max_facts=max_facts, budget=self._facts_budget)
-        self._segments = ()
-        self._covered = {}
-        self._covered_runs: Any = None  # state._encode_covered's cache
-        self._pending_seqs = set()
-        self._version = 0
-        self._seq = 0
-        self._current = None
-        self._message = None
+        self._version = self._seq = 0
+        self._empty()
         self._stats = SummaryStats()
         self._tlock = threading.RLock()
         self._alock = LoopLock()
@@ -205,11 +179,11 @@ class RunningSummary(_Driven):
     @property
     def covered_ids(self) -> KeysView[str]:
         """Ids of every message folded in, in fold order (a live read-only view)."""
-        return self._covered.keys()
+        return self._coverage.keys()
 
     def covers(self, message_id: str) -> bool:
         """True if the message with this id is already summarized."""
-        return message_id in self._covered
+        return message_id in self._coverage
 
     @property
     def stats(self) -> SummaryStats:
@@ -228,13 +202,6 @@ class RunningSummary(_Driven):
     def pending(self) -> int:
         """Background summarizations not finished yet."""
         return len(self._pending)
-
-    def __repr__(self) -> str:
-        tokens = self._current.tokens if self._current else 0
-        return (
-            f"<RunningSummary {len(self._covered)} messages, {len(self._segments)} segments, "
-            f"{tokens}/{self.reserve} tokens>"
-        )
 
     # -- write side --------------------------------------------------------------------
 
@@ -364,42 +331,18 @@ class RunningSummary(_Driven):
         with self._tlock:
             for task in list(self._pending):
                 task.cancel()
-            self._segments = ()
             self._ledger.clear()
-            self._covered = {}
-            self._pending_seqs = set()
             self._version += 1
-            self._current = None
-            self._message = None
+            self._empty()
 
     # -- persistence -------------------------------------------------------------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickling: everything but the locks (made anew); background summaries must
-        have finished (``await wait()``), since a task cannot travel."""
-        if self._pending:
-            raise ConfigError(
-                f"{self!r}: {len(self._pending)} background summaries are running; "
-                "await wait() before pickling"
-            )
-        with self._tlock:
-            state = self.__dict__.copy()
-        for key in ("_tlock", "_alock", "_pending"):
-            del state[key]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._tlock = threading.RLock()
-        self._alock = LoopLock()
-        self._pending = set()
 
     def state(self) -> dict[str, Any]:
         """The summary as plain JSON data: segments (coverage, summarizer, degraded),
         the facts ledger and the covered ids (run-length encoded). ``load_state`` or
         ``RunningSummary.from_state`` rebuild it without calling any summarizer."""
         with self._tlock:
-            return _state.dump(self)
+            return _state.dump(self._content(), self._config())
 
     def load_state(self, data: Mapping[str, Any], *, lazy: bool = False) -> None:
         """Replace this summary's content with ``state()`` data (a summary configured
@@ -409,7 +352,25 @@ class RunningSummary(_Driven):
         ``lazy``: decode the covered ids on first use, not now (a resume that only
         renders never needs them); a repeated covered id is then not reported."""
         with self._tlock:
-            _state.load(self, data, lazy=lazy)
+            ledger = self._empty_ledger()
+            self._restore(_state.load(data, config=self._config(), ledger=ledger, lazy=lazy))
+
+    def snapshot(self) -> SummarySnapshot:
+        """The content now (segments, facts ledger, coverage) as a value of its own: a
+        copy (O(facts + covered ids)) that later folds do not touch, to keep or to
+        ``restore`` into another summary. ``state()`` encodes the content without it."""
+        with self._tlock:
+            live = self._content()
+            return replace(live, ledger=live.ledger.copy(), coverage=live.coverage.copy())
+
+    def restore(self, snapshot: SummarySnapshot) -> None:
+        """Replace the content with ``snapshot``'s, without calling a summarizer. The
+        summary takes over the snapshot's ledger and coverage: restore a snapshot once.
+        Segment sizes are measured with this summary's tokenizer. ``ConfigError``
+        (nothing changed) if the snapshot is not one, or numbers two segments alike or
+        past its ``seq``."""
+        with self._tlock:
+            self._restore(snapshot)
 
     @classmethod
     def from_state(

@@ -3,126 +3,45 @@
 The state holds the configuration that shapes the rendering (reserve, header, facts,
 facts_share, max_segments, max_facts), the segments (text, coverage, summarizer name,
 degraded, creation time), the facts ledger (each fact with its first-seen order,
-mentions and source tier) and the covered ids. Covered ids can be many: consecutive
-ids that differ only by a trailing number (``m1``, ``m2``, ...) are stored as one run
-``[prefix, first, last]``; other ids as strings. A segment still awaiting its
-background summary is saved as it stands (made by the fallback, degraded).
+mentions and source tier) and the covered ids (``snapshot.encode_ids``: runs of
+numbered ids). A segment still awaiting its background summary is saved as it stands
+(made by the fallback, degraded).
 
-Loading validates everything first and raises ``ConfigError`` naming the field (as
-``state['segments'][2]['count']``); nothing changes on error.
+This module reads and makes ``SummarySnapshot`` values (``RunningSummary.snapshot()`` /
+``restore()``), never a summary's attributes. Loading validates everything first and
+raises ``ConfigError`` naming the field (as ``state['segments'][2]['count']``); nothing
+changes on error.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, get_args
+from collections.abc import Mapping
+from typing import Any, Final, get_args
 
 from ..errors import ConfigError
-from ._engine import _Seg
 from ._fact import SOURCE_TIER, Fact, FactKind
 from .ledger import FactLedger
+from .snapshot import Coverage, SummarySnapshot, decode_ids, encode_ids
 from .summary import Summary
 
-if TYPE_CHECKING:
-    from .running import RunningSummary
+__all__ = [
+    "CONFIG_KEYS",
+    "FORMAT",
+    "VERSION",
+    "config_of",
+    "decode_ids",
+    "dump",
+    "encode_ids",
+    "load",
+]
 
 FORMAT: Final = "convomem.running_summary"
 VERSION: Final = 1
-_CONFIG_KEYS: Final = ("reserve", "header", "facts", "facts_share", "max_segments", "max_facts")
-_NUMBERED = re.compile(r"(.*?)(0|[1-9][0-9]{0,14})")
-_HEX = re.compile(r"(.*?)(0|[1-9a-f][0-9a-f]{0,14})")
+CONFIG_KEYS: Final = ("reserve", "header", "facts", "facts_share", "max_segments", "max_facts")
+"""The options that shape the rendering, saved with the state and checked on load."""
 _KINDS: Final = frozenset(get_args(FactKind))
 _TIERS: Final = frozenset(SOURCE_TIER.values())
-
-
-# -- covered ids -------------------------------------------------------------------------
-
-
-_Parsed = tuple[tuple[str, int] | None, tuple[str, int] | None]
-
-
-def _parse(id_: str) -> _Parsed:
-    """The decimal and the hexadecimal numbered forms of an id (None: not numbered)."""
-    d = _NUMBERED.fullmatch(id_)
-    h = _HEX.fullmatch(id_)
-    return (
-        (d.group(1), int(d.group(2))) if d else None,
-        (h.group(1), int(h.group(2), 16)) if h else None,
-    )
-
-
-def _extend(out: list[str | list[Any]], last: _Parsed | None, ids: Iterable[str]) -> _Parsed | None:
-    """Append ``ids`` to the encoding ``out`` whose last id parsed as ``last``; return
-    the parsed form of the new last id. A run's tail may be extended in place."""
-    for id_ in ids:
-        here = _parse(id_)
-        dec, hexa = here
-        tail = out[-1] if out else None
-        if type(tail) is list:
-            if len(tail) == 3 and dec is not None and dec == (tail[0], tail[2] + 1):
-                tail[2] = dec[1]
-            elif (
-                (len(tail) == 4 or tail[2] < 10)  # single digits read the same in hex
-                and hexa is not None
-                and hexa == (tail[0], tail[2] + 1)
-            ):
-                tail[2] = hexa[1]
-                if len(tail) == 3:
-                    tail.append(16)
-            else:
-                out.append(id_)
-        elif (
-            last is not None
-            and dec is not None
-            and last[0] is not None
-            and (dec == (last[0][0], last[0][1] + 1))
-        ):
-            out[-1] = [dec[0], last[0][1], dec[1]]
-        elif (
-            last is not None
-            and hexa is not None
-            and last[1] is not None
-            and (hexa == (last[1][0], last[1][1] + 1))
-        ):
-            out[-1] = [hexa[0], last[1][1], hexa[1], 16]
-        else:
-            out.append(id_)
-        last = here
-    return last
-
-
-def encode_ids(ids: Iterable[str]) -> list[str | list[Any]]:
-    """Ids in order; runs of ``prefix<n>, prefix<n+1>, ...`` as ``[prefix, first, last]``
-    (decimal ``n``) or ``[prefix, first, last, 16]`` (lowercase hexadecimal ``n``, as in
-    generated ids ``msg_<hex>_<hex counter>``)."""
-    out: list[str | list[Any]] = []
-    _extend(out, None, ids)
-    return out
-
-
-def _encode_covered(rs: RunningSummary) -> list[str | list[Any]]:
-    """``encode_ids`` of the covered ids, extended from the last call's encoding when
-    the covered ids only grew since (they are appended in fold order), so a save costs
-    O(new ids), not O(covered)."""
-    if rs._covered_lazy is not None:  # not decoded since the load: the loaded encoding
-        return [x if isinstance(x, str) else list(x) for x in rs._covered_lazy]
-    covered = rs._covered
-    cache = rs._covered_runs
-    out: list[str | list[Any]]
-    if cache is not None and cache[0] is covered and cache[1] <= len(covered):
-        _, n, out, last = cache
-        last = _extend(out, last, itertools.islice(covered, n, None))
-    else:
-        out = []
-        last = _extend(out, None, covered)
-    rs._covered_runs = (covered, len(covered), out, last)
-    res = out.copy()
-    if res and type(res[-1]) is list:  # the tail run may grow later: hand out a copy
-        res[-1] = list(res[-1])
-    return res
 
 
 def _count_ids(data: object, where: str) -> int:
@@ -150,35 +69,19 @@ def _count_ids(data: object, where: str) -> int:
     return total
 
 
-def decode_ids(data: list[str | list[Any]]) -> list[str]:
-    """The ids ``encode_ids`` encoded, in order (runs expanded at C speed: a resume
-    decodes 100,000 covered ids)."""
-    out: list[str] = []
-    for item in data:
-        if isinstance(item, str):
-            out.append(item)
-            continue
-        prefix, first, last = item[0], item[1], item[2]
-        numbers = range(first, last + 1)
-        digits = (
-            map(format, numbers, itertools.repeat("x")) if len(item) == 4 else map(str, numbers)
-        )
-        out.extend(map(prefix.__add__, digits))
-    return out
-
-
 # -- dump --------------------------------------------------------------------------------
 
 
-def dump(rs: RunningSummary) -> dict[str, Any]:
-    """The state of ``rs`` (call under its lock)."""
-    ledger = rs.ledger
+def dump(snapshot: SummarySnapshot, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The state of a summary configured with ``config`` (``CONFIG_KEYS``), holding
+    ``snapshot``."""
+    ledger = snapshot.ledger
     rows = [
         [f.kind, f.value, f.source_id, f.source_role, seq, mentions, tier]
         for f, seq, mentions, tier in ledger.entries()
     ]
     selected: list[Any] | None = None
-    if rs.facts and ledger.budget is not None:
+    if config["facts"] and ledger.budget is not None:
         # The rendered selection, so a load renders without filing every fact.
         facts, omitted = ledger.select(ledger.budget)
         at = {(r[0], r[1]): i for i, r in enumerate(rows)}
@@ -186,7 +89,7 @@ def dump(rs: RunningSummary) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "config": {k: getattr(rs, k) for k in _CONFIG_KEYS},
+        "config": {k: config[k] for k in CONFIG_KEYS},
         "segments": [
             {
                 "text": s.text,
@@ -198,10 +101,10 @@ def dump(rs: RunningSummary) -> dict[str, Any]:
                 "created_at": s.created_at,
                 "seq": seq,
             }
-            for s, seq in ((g.summary, g.seq) for g in rs._segments)
+            for s, seq in snapshot.segments
         ],
-        "seq": rs._seq,
-        "covered": _encode_covered(rs),
+        "seq": snapshot.seq,
+        "covered": snapshot.coverage.encode(),
         "ledger": {
             "seq": ledger.next_seq,
             "dropped": ledger.dropped,
@@ -243,7 +146,7 @@ def config_of(data: object) -> dict[str, Any]:
     if state.get("version") != VERSION:
         raise ConfigError(f"state['version']={_short(state.get('version'))}: must be {VERSION}")
     config = _mapping(_field(state, "config", "state"), "state['config']")
-    return {k: _field(config, k, "state['config']") for k in _CONFIG_KEYS}
+    return {k: _field(config, k, "state['config']") for k in CONFIG_KEYS}
 
 
 def _check(cond: bool, where: str, value: object, what: str) -> None:
@@ -370,25 +273,20 @@ def _selected(data: object, entries: list[list[Any]]) -> tuple[tuple[Fact, ...],
     return tuple(Fact(*entries[i][:4]) for i in picked), omitted
 
 
-def decode_covered(raw: list[Any]) -> tuple[dict[str, None], Any]:
-    """Covered ids from their encoding, and the cache ``_encode_covered`` extends."""
-    covered = dict.fromkeys(decode_ids(raw))
-    runs = [x if isinstance(x, str) else list(x) for x in raw]
-    last = _parse(next(reversed(covered))) if covered else None
-    return covered, (covered, len(covered), runs, last)
-
-
-def load(rs: RunningSummary, data: object, *, lazy: bool = False) -> None:
-    """Replace the content of ``rs`` with the state ``data`` (call under its lock).
+def load(
+    data: object, *, config: Mapping[str, Any], ledger: FactLedger, lazy: bool = False
+) -> SummarySnapshot:
+    """The snapshot ``data`` holds, for a summary configured with ``config`` (the state's
+    must be the same); ``ledger`` is an empty ledger of that summary's, filled here.
 
     ``lazy``: the covered ids are counted now and decoded on first use (a resumed
     session may never need them); a repeated id is then not reported."""
-    config = config_of(data)
-    for key in _CONFIG_KEYS:
-        mine = getattr(rs, key)
-        if config[key] != mine or type(config[key]) is not type(mine):
+    saved = config_of(data)
+    for key in CONFIG_KEYS:
+        mine = config[key]
+        if saved[key] != mine or type(saved[key]) is not type(mine):
             raise ConfigError(
-                f"state['config'][{key!r}]={_short(config[key])}: this summary has {key}={mine!r}"
+                f"state['config'][{key!r}]={_short(saved[key])}: this summary has {key}={mine!r}"
             )
     state = _mapping(data, "state")
     segments = _segments(_field(state, "segments", "state"))
@@ -396,18 +294,10 @@ def load(rs: RunningSummary, data: object, *, lazy: bool = False) -> None:
     expected = sum(s["count"] for s in segments)
     total = _count_ids(covered_raw, "state['covered']")
     _check(total == expected, "state['covered']", f"<{total} ids>", f"must hold {expected} ids")
-    covered: dict[str, None] | None = None
+    coverage = Coverage.loaded(covered_raw, lazy=lazy)
     if not lazy:
-        covered = dict.fromkeys(decode_ids(covered_raw))
-        _check(len(covered) == expected, "state['covered']", "<ids>", "has repeated ids")
+        _check(len(coverage) == expected, "state['covered']", "<ids>", "has repeated ids")
     entries, seq, dropped = _facts(_field(state, "ledger", "state"))
-    old = rs.ledger
-    ledger = FactLedger(
-        tokenizer=old.tokenizer,
-        max_facts=old.max_facts,
-        max_stored_tokens=old.max_stored_tokens,
-        budget=old.budget,
-    )
     selected = _selected(_mapping(state["ledger"], "state['ledger']").get("selected"), entries)
     # raises ConfigError on repeats
     facts = ((Fact(r[0], r[1], r[2], r[3]), r[4], r[5], r[6]) for r in entries)
@@ -421,32 +311,21 @@ def load(rs: RunningSummary, data: object, *, lazy: bool = False) -> None:
         next_seq,
         f"must be an int >= {max(seqs, default=0)}",
     )
-    # Everything is checked: build the segments and swap the state in.
     segs = tuple(
-        _Seg(
+        (
             Summary(
                 s["text"],
                 s["first_id"],
                 s["last_id"],
                 s["count"],
                 s["summarizer"],
-                rs._measure_text(s["text"], ""),
+                None,  # measured by the summary that restores it
                 s["created_at"],
                 s["degraded"],
-                header=rs.header,
+                header=config["header"],
             ),
             s["seq"],
         )
         for s in segments
     )
-    rs._segments = segs
-    rs._seq = next_seq
-    rs._ledger = ledger
-    if covered is None:
-        rs._covered = {}
-        rs._covered_lazy = covered_raw
-    else:
-        rs._covered, rs._covered_runs = decode_covered(covered_raw)
-    rs._pending_seqs = set()
-    rs._version += 1
-    rs._rebuild()
+    return SummarySnapshot(segs, next_seq, ledger, coverage)

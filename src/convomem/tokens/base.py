@@ -22,6 +22,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 from .._check import non_negative_int
 from ..errors import TokenizerError
 from ..model import Message, ToolResultBlock
+from ..model.messages import counts_memo, set_counts_memo
 
 PER_MESSAGE_TOKENS: Final = 4
 """Overhead per message (role and separators), as chat providers bill it."""
@@ -256,14 +257,14 @@ class BaseTokenizer:
         """Tokens ``message`` costs, overhead included; tokenized at most once."""
         if message.tokens is not None:
             return message.tokens
-        memo: dict[int, int] | None = message._counts
+        memo = counts_memo(message)
         if memo is not None:
             hit = memo.get(self._uid)
             if hit is not None:
                 return hit
         else:
             memo = {}
-            object.__setattr__(message, "_counts", memo)
+            set_counts_memo(message, memo)
         key = self._key(message)
         n = self._cache.get(key)
         if n is None:
@@ -299,7 +300,7 @@ class BaseTokenizer:
                 if t is not None:
                     append(t)
                     continue
-                memo = m._counts
+                memo = counts_memo(m)
                 if memo is not None:
                     hit = memo.get(uid)
                     if hit is not None:
@@ -309,7 +310,7 @@ class BaseTokenizer:
                 n = cache.get(key)
                 if n is not None:
                     if memo is None:
-                        object.__setattr__(m, "_counts", {uid: n})
+                        set_counts_memo(m, {uid: n})
                     else:
                         memo[uid] = n
                     append(n)
@@ -331,9 +332,9 @@ class BaseTokenizer:
         for i in misses:
             n = out[i] = counts[out[i]]
             m = msgs[i]
-            memo = m._counts
+            memo = counts_memo(m)
             if memo is None:
-                object.__setattr__(m, "_counts", {uid: n})
+                set_counts_memo(m, {uid: n})
             else:
                 memo[uid] = n
         return out
