@@ -40,6 +40,8 @@ MAX_NAME: Final = 256
 """Longest session id, user id, tenant or tokenizer name (in characters)."""
 _BAD_CHARS: Final = re.compile(r"[\x00-\x1f\x7f]|[\ud800-\udfff]")
 _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
+MAX_POSITION: Final = 2**63 - 1
+"""The largest position a cursor may hold (a signed 64-bit integer: SQL's BIGINT)."""
 _CURSOR: Final = re.compile(r"([a-z]):(0|[1-9][0-9]{0,18})")
 
 
@@ -239,4 +241,7 @@ def decode_cursor(cursor: object, kind: str, what: str) -> int | None:
     match = _CURSOR.fullmatch(cursor)
     if match is None or match.group(1) != kind:
         raise ConfigError(f"cursor={cursor!r}: not a cursor {what} returned")
-    return int(match.group(2))
+    position = int(match.group(2))
+    if position > MAX_POSITION:  # no backend stores a seq or a row number this large
+        raise ConfigError(f"cursor={cursor!r}: out of range (not a cursor {what} returned)")
+    return position
