@@ -38,7 +38,7 @@ def _problem_response(p: Problem) -> JSONResponse:
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+    if len(loc) > 1 and loc[0] in ("body", "query", "path", "header", "cookie"):
         loc = loc[1:]
     parts = [str(x) for x in loc]
     out = ""

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._sse import encode_event
 from ..errors import ConvomemError, TransientError
@@ -44,6 +44,7 @@ from ..session.turn_records import TURN_KEY, record_turn, with_usage
 from ..stores.database import SessionInfo
 from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
 from .problems import Problem, body_of, from_error, problem_body
+from .models import Body
 from .upstream import Finished, Upstream
 
 __all__ = ["ChatRequest", "router"]
@@ -62,12 +63,10 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(Body):
     """One user turn: ``content`` (text), or ``message`` (a dict in ``format``; its
     ``id`` makes the turn idempotent). ``budget`` (below the session's) and ``query``
     shape this turn's context only."""
-
-    model_config = ConfigDict(extra="forbid")
 
     content: str | None = Field(default=None, min_length=1, description="the user's text")
     message: dict[str, Any] | None = Field(

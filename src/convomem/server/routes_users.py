@@ -12,22 +12,20 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from .deps import ApiKey, Services, get_services, require_key
+from .models import Body, Id
 from .problems import Problem, not_found
 
 router = APIRouter(tags=["users"])
 
 Key = Annotated[ApiKey, Depends(require_key)]
 Svc = Annotated[Services, Depends(get_services)]
-_ID = r"^[^\x00-\x1f\x7f]{1,256}$"
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: str = Field(pattern=_ID)
+class SearchRequest(Body):
+    user_id: Id
     query: str = Field(min_length=1, max_length=4000)
     k: int = Field(default=10, ge=1, le=100)
     kinds: list[str] | None = Field(default=None, description="message, summary, fact...")
