@@ -89,11 +89,11 @@ def test_the_service_over_each_backend(url: str, make_client: Callable[..., Test
     ctx = client.get("/v1/sessions/s/context", headers=h).json()
     assert [m["content"] for m in ctx["context"]] == [f"turn {i}" for i in range(5)]
     assert client.get("/readyz").status_code == 200
-    # idempotency records live in the same store (a string key with a TTL in Redis)
+    # idempotency records live in the same store (a hash per user with a TTL in Redis)
     idem = h | {"Idempotency-Key": "k"}
     one = {"messages": [{"id": "x", "role": "user", "content": "once"}]}
     first = client.post("/v1/sessions/s/messages", json=one, headers=idem)
     replay = client.post("/v1/sessions/s/messages", json=one, headers=idem)
     assert first.json() == replay.json() and first.json()["last_seq"] == 6
     other = {"messages": [{"id": "y", "role": "user", "content": "twice"}]}
-    assert client.post("/v1/sessions/s/messages", json=other, headers=idem).status_code == 409
+    assert client.post("/v1/sessions/s/messages", json=other, headers=idem).status_code == 422

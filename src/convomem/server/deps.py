@@ -231,8 +231,12 @@ async def session_info(services: Services, key: ApiKey, session_id: str) -> Sess
 
 
 async def delete_session(services: Services, key: ApiKey, info: SessionInfo) -> bool:
-    """Delete a session with its log and state, and its recall items when the index lives
-    in another database (``--recall URL``: the store's trigger cannot reach it)."""
+    """Delete a session with its log and state, its idempotency records, and its recall
+    items when the index lives in another database (``--recall URL``: the store's
+    trigger cannot reach it). The records go first: a failure in between leaves a
+    session to delete again, never records of a deleted one."""
+    if services.idempotency is not None:
+        await services.idempotency.forget(key.tenant, info.user_id, info.session_id)
     recall = services.recall
     if recall is not None and info.user_id is not None and services.settings.recall is not None:
         await recall.delete(user_id=info.user_id, session_id=info.session_id, tenant=key.tenant)

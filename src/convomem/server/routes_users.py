@@ -139,8 +139,10 @@ async def facts(user_id: str, key: Key, svc: Svc) -> FactsResponse:
 @router.delete("/v1/users/{user_id}", response_model=Erased)
 async def erase_user(user_id: str, key: Key, svc: Svc, response: Response) -> Erased:
     """Erase everything of the user in the tenant: sessions (logs, summaries, state),
-    recall items and vectors, facts."""
+    recall items and vectors, facts, idempotency records."""
     await require_user(svc, key, user_id)
+    if svc.idempotency is not None:
+        await svc.idempotency.forget(key.tenant, user_id)
     items = 0
     if svc.recall is not None:
         items = await svc.recall.erase_user(user_id, tenant=key.tenant)
