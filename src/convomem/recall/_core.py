@@ -213,10 +213,13 @@ def search_gen(
     neighbours: int = 0,
     vector_weight: float = 1.0,
     rerank: bool = False,
+    now: float | None = None,
 ) -> Gen:
     """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``);
     ``rerank``: a "now" or "when" question reorders the best ``candidates`` by
-    ``_rerank.factors`` before the cut."""
+    ``_rerank.factors`` before the cut. Items of sessions expired at ``now``
+    (``stores.expiry``) are never found: each list's candidates are widened by their
+    number and they are left out before fusion, so the best of the others are found."""
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r}: must be a string")
     terms = query_terms(query)
@@ -229,8 +232,14 @@ def search_gen(
             qvec = None
 
     def op() -> Generator[Any, Any, Any]:
-        lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
-        vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
+        gone = set() if now is None else (yield from backend.expired(scope, now))
+        hidden = (yield from backend.rids_in(scope, sorted(gone))) if gone else set()
+        m = n + len(hidden)
+        lexical = yield from backend.lexical(scope, terms, m, kinds, as_of)
+        vector = [] if qvec is None else (yield from backend.vector(scope, qvec, m, kinds, as_of))
+        if hidden:
+            lexical = [c for c in lexical if c[0] not in hidden][:n]
+            vector = [c for c in vector if c[0] not in hidden][:n]
         fused = fuse(lexical, vector, rrf_k=rrf_k, vector_weight=vector_weight)
         wide = rerank and (asks_present(query) or asks_when(query))
         top = sorted(fused, key=lambda rid: (-fused[rid][0], -rid))[: n if wide else k]

@@ -30,6 +30,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from ..stores.expiry import expired_sessions_sql
 from ._backend import Item, Q, Row, Scope, embedding_meta
 from .fusion import K1, VECTOR_TOLERANCE, B
 
@@ -349,6 +350,21 @@ class PgRecall:
         yield Q.run("COMMIT")
         return _best(best, n)
 
+    def expired(self, scope: Scope, now: float) -> Op:
+        """The ids of the user's expired sessions (``stores.expiry``: hidden at once)."""
+        sql = expired_sessions_sql("postgresql", f"{self.schema}.convomem_sessions")
+        found = yield Q.all(sql, (*scope, now, now))
+        return {str(r[0]) for r in found}
+
+    def rids_in(self, scope: Scope, sessions: Sequence[str]) -> Op:
+        """The ids of the user's items in ``sessions``."""
+        found = yield Q.all(
+            f"SELECT rid FROM {self.items} WHERE tenant = %s AND user_id = %s "
+            "AND session_id = ANY(%s)",
+            (*scope, list(sessions)),
+        )
+        return {int(r[0]) for r in found}
+
     def rows(self, scope: Scope, rids: Sequence[int]) -> Op:
         found = yield Q.all(
             f"SELECT {_COLUMNS} FROM {self.items} WHERE tenant = %s AND user_id = %s "
@@ -367,6 +383,10 @@ class PgRecall:
             ([a[0] for a in around], [a[1] for a in around], width, width, *scope),
         )
         return [Row(int(r[0]), *r[1:]) for r in found]
+
+    def forget(self, scope: Scope) -> Op:
+        """Nothing to do: PostgreSQL keeps no per-user row beside the items."""
+        yield from ()
 
     def delete(self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None) -> Op:
         sql = f"DELETE FROM {self.items} WHERE tenant = %s AND user_id = %s"

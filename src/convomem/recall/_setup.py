@@ -140,14 +140,25 @@ class _Options:
             _check.integer("neighbours", neighbours, minimum=0, maximum=100),
             self.vector_weight,
             self.rerank,
+            self.clock(),
         )
 
 
 def erase_op(backend: Any, table: FactsTable, scope: Any) -> Any:
-    """Delete every item of the scope and its facts, in one transaction."""
+    """Delete every item of the scope, its facts and whatever names the user, in one
+    transaction."""
     n = yield from backend.delete(scope, None, None)
+    yield from backend.forget(scope)
     yield from table.delete(scope)
     return n
+
+
+def facts_op(backend: Any, table: FactsTable, scope: Any, now: float) -> Any:
+    """The user's stored facts (``(version, state)``) and their expired sessions (whose
+    facts are not served: ``_facts_table.without``), in one read."""
+    loaded = yield from table.load(scope)
+    gone = yield from backend.expired(scope, now)
+    return loaded, gone
 
 
 def check_save(

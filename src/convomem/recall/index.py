@@ -59,6 +59,7 @@ from ._setup import (
     _Options,
     check_save,
     erase_op,
+    facts_op,
 )
 from .embedders import EmbedderLike
 from .fusion import RRF_K
@@ -258,14 +259,25 @@ class RecallIndex:
         n: int = self._run_db(Db(lambda: erase_op(self.backend, self.facts_table, scope), True))
         return n
 
+    def expired_sessions(self, user_id: str, *, tenant: str | None = None) -> frozenset[str]:
+        """The ids of the user's sessions expired now (``stores.expiry``), whose items
+        ``search`` does not find and whose facts ``facts`` does not serve: what a cache
+        of anything read from them must be checked against."""
+        scope = scope_of(user_id, tenant)
+        now = self._opts.clock()
+        gone = self._run_db(Db(lambda: self.backend.expired(scope, now), False))
+        return frozenset(gone)
+
     def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
         """The long-term facts of ``user_id`` (in ``tenant``), shared by all the user's
         sessions: a ``FactHistory`` (``current()``, ``history(attr)`` for "what was my
         old address?") whose ``version`` goes back to ``save_facts``. ``options`` are
         ``FactHistory``'s (``extractor=``, ``tokenizer=``)."""
         scope = scope_of(user_id, tenant)
-        loaded = self._run_db(Db(lambda: self.facts_table.load(scope), False))
-        return history_of(loaded, scope, tenant, **options)
+        now = self._opts.clock()
+        op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
+        loaded, gone = self._run_db(op)
+        return history_of(loaded, scope, tenant, gone, **options)
 
     def save_facts(
         self,

@@ -33,6 +33,7 @@ from ._setup import (
     _Options,
     check_save,
     erase_op,
+    facts_op,
 )
 from .embedders import EmbedderLike
 from .fusion import RRF_K
@@ -216,11 +217,22 @@ class AsyncRecallIndex:
         )
         return n
 
+    async def expired_sessions(self, user_id: str, *, tenant: str | None = None) -> frozenset[str]:
+        """The ids of the user's sessions expired now (``stores.expiry``), whose items
+        ``search`` does not find and whose facts ``facts`` does not serve: what a cache
+        of anything read from them must be checked against."""
+        scope = scope_of(user_id, tenant)
+        now = self._opts.clock()
+        gone = await self._perform(Db(lambda: self.backend.expired(scope, now), False))
+        return frozenset(gone)
+
     async def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
         """The long-term facts of ``user_id`` (see ``RecallIndex.facts``)."""
         scope = scope_of(user_id, tenant)
-        loaded = await self._perform(Db(lambda: self.facts_table.load(scope), False))
-        return history_of(loaded, scope, tenant, **options)
+        now = self._opts.clock()
+        op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
+        loaded, gone = await self._perform(op)
+        return history_of(loaded, scope, tenant, gone, **options)
 
     async def save_facts(
         self,

@@ -17,7 +17,6 @@ session's memory resumed from the store.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from fastapi import Request
 
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
+from ..stores.expiry import TTL_KEY, expired, expires_at, ttl_of
 from ._memory_cache import MemoryCache
 from .idempotency import Idempotency
 from .keys import KeyStore
@@ -36,12 +36,16 @@ from .problems import Problem, not_found
 from .settings import Settings
 
 __all__ = [
+    "TTL_KEY",
     "ApiKey",
     "Services",
+    "expired",
+    "expires_at",
     "get_services",
     "open_memory",
     "require_key",
     "session_info",
+    "ttl_of",
     "use_memory",
 ]
 
@@ -194,30 +198,6 @@ def session_store(services: Services, key: ApiKey, session_id: str) -> AsyncSess
     return services.db.session(session_id, tenant=key.tenant)
 
 
-TTL_KEY = "convomem:ttl_seconds"
-"""The metadata key holding a session's own TTL (keys starting ``convomem:`` are the
-service's: refused in requests, left out of responses)."""
-
-
-def ttl_of(info: SessionInfo) -> float | None:
-    ttl = info.metadata.get(TTL_KEY)
-    return float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
-
-
-def expires_at(info: SessionInfo) -> float | None:
-    """When the session expires: its own TTL after its last write, or the store's."""
-    ttl = ttl_of(info)
-    own = None if ttl is None else info.updated_at + ttl
-    if own is None or info.expires_at is None:
-        return own if info.expires_at is None else info.expires_at
-    return min(own, info.expires_at)
-
-
-def expired(info: SessionInfo, now: float | None = None) -> bool:
-    at = expires_at(info)
-    return at is not None and at <= (time.time() if now is None else now)
-
-
 async def session_info(services: Services, key: ApiKey, session_id: str) -> SessionInfo:
     """The session's info, or the one 404 (another tenant's session is not found either).
     A session past its own TTL is deleted here, on first access after it expired."""
@@ -226,6 +206,8 @@ async def session_info(services: Services, key: ApiKey, session_id: str) -> Sess
         await delete_session(services, key, info)
         info = None
     if info is None:
+        if services.memories is not None:
+            services.memories.evict(key.tenant, session_id=session_id)
         raise not_found("session", session_id)
     return info
 
@@ -278,8 +260,11 @@ async def use_memory(
         yield open_memory(services, key, info)
         return
     budget = session_budget(services, info)
+    tag = None
+    if services.recall is not None and info.user_id is not None:
+        tag = await services.recall.expired_sessions(info.user_id, tenant=key.tenant)
     async with cache.use(
-        key.tenant, info, budget, lambda: open_memory(services, key, info)
+        key.tenant, info, budget, lambda: open_memory(services, key, info), tag
     ) as memory:
         yield memory
 

@@ -43,8 +43,8 @@ from ..session import ConversationMemory
 from ..session.turn_records import TURN_KEY, record_turn, with_usage
 from ..stores.database import SessionInfo
 from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
-from .problems import Problem, body_of, from_error, problem_body
 from .models import Body
+from .problems import Problem, body_of, from_error, problem_body
 from .upstream import Finished, Upstream
 
 __all__ = ["ChatRequest", "router"]

@@ -280,7 +280,9 @@ class SQLiteDatabase:
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
     ) -> bool:
         """Delete a session with its log, state and counts; whether it existed."""
-        return self._run(delete_session_call(session_id, user_id, tenant))
+        deleted = self._run(delete_session_call(session_id, user_id, tenant))
+        self._checkpoint()
+        return deleted
 
     def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
         """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
@@ -290,11 +292,15 @@ class SQLiteDatabase:
 
     def sweep(self) -> int:
         """Delete the expired sessions; how many."""
-        return self._run(sweep_call())
+        swept = self._run(sweep_call())
+        if swept:
+            self._checkpoint()
+        return swept
 
     def _checkpoint(self) -> None:
-        """Fold the WAL into the file and empty it, so erased data leaves no copy there
-        (best effort: a reader in another process can hold the WAL a while longer)."""
+        """Fold the WAL into the file and empty it, so deleted data leaves no copy there
+        (``secure_delete`` zeroes it in the file itself); after every delete, erasure or
+        sweep. Best effort: a reader in another process can hold the WAL a while longer."""
         if self.path is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn = self._conns.get()

@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from ...session.timeline import Timeline, atimeline
 from ...stores.database import SessionInfo
+from ...stores.expiry import expired
 from ..deps import ApiKey, Services, get_services, open_memory, require_key, session_info
 from ..problems import Problem
 from .page import login_page, session_page, sessions_page
@@ -163,7 +164,8 @@ async def sessions_of_user(
     infos, more = await services.db.sessions(
         user_id=user_id, tenant=key.tenant, cursor=cursor, limit=50
     )
-    return _html(sessions_page(user_id, infos, more, BASE))
+    live = [i for i in infos if not expired(i)]  # past their own TTL: gone
+    return _html(sessions_page(user_id, live, more, BASE))
 
 
 def _version(info: SessionInfo) -> str:
