@@ -387,3 +387,22 @@ def test_expired_sessions_are_not_found_and_their_facts_not_served(
         idx.close()
     finally:
         db.close()
+
+
+def test_deleting_a_session_deletes_the_facts_said_in_it(fresh_url: Callable[[], str]) -> None:
+    idx = RecallIndex(fresh_url(), embedder=HashingEmbedder(dim=64))
+    facts = FactHistory()
+    facts.add([KeyedFact("city", "Lisbon", session_id="s1", valid_from=1.0)])
+    facts.add([KeyedFact("city", "Porto", session_id="s2", valid_from=2.0)])
+    facts.add([KeyedFact("diet", "vegan", session_id="s2", valid_from=3.0)])
+    idx.save_facts("u", facts)
+    idx.add([msg("peanut", "m1")], user_id="u", session_id="s2")
+    assert idx.delete(user_id="u", session_id="s2") == 1
+    h = idx.facts("u")
+    assert [(f.attribute, f.value) for f in h.current()] == [("city", "Lisbon")]
+    assert [f.value for f in h.history(None, subject="user")] == ["Lisbon"]
+    assert idx.delete(user_id="u", session_id="s2") == 0  # nothing left to do
+    assert idx.facts("u").version == h.version
+    idx.delete(user_id="u", message_ids=["m9"])  # some messages: facts stay
+    assert [f.value for f in idx.facts("u").current()] == ["Lisbon"]
+    idx.close()

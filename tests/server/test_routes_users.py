@@ -199,3 +199,17 @@ def test_an_expired_session_is_unreadable_on_every_path_at_once(
     listing = client.get("/v1/sessions", params={"user_id": "ana"}, headers=h).json()
     assert [s["id"] for s in listing["sessions"]] == ["new"]
     assert client.get("/v1/sessions/old", headers=h).status_code == 404
+
+
+def test_deleting_a_session_deletes_the_facts_said_in_it(client: TestClient, make_key: Key) -> None:
+    h = make_key("acme")
+    _seed(client, h, "s1", "ana", ["I live in Lisbon."])
+    _seed(client, h, "s2", "ana", ["I moved to Porto. I am allergic to peanuts."])
+
+    def current() -> dict[str, str]:
+        facts = client.get("/v1/users/ana/facts", headers=h).json()["current"]
+        return {f["attribute"]: f["value"] for f in facts}
+
+    assert current() == {"city": "Porto", "allergy:peanuts": "yes"}
+    assert client.delete("/v1/sessions/s2", headers=h).status_code == 204
+    assert current() == {"city": "Lisbon"}

@@ -58,6 +58,7 @@ from ._setup import (
     _kind_of,
     _Options,
     check_save,
+    delete_op,
     erase_op,
     facts_op,
 )
@@ -247,9 +248,14 @@ class RecallIndex:
         tenant: str | None = None,
     ) -> int:
         """Delete the user's items of ``session_id`` (only ``message_ids`` when given;
-        those ids in every session with ``session_id=None``); how many."""
+        those ids in every session with ``session_id=None``); how many. A whole
+        session's facts go too (the user's other facts are filed again without them)."""
         scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
-        n: int = self._run_db(Db(lambda: self.backend.delete(scope, sid, ids), True))
+        now = self._opts.clock()
+        table = self.facts_table
+        n: int = self._run_db(
+            Db(lambda: delete_op(self.backend, table, scope, sid, ids, now), True)
+        )
         return n
 
     def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:

@@ -32,6 +32,7 @@ from ._setup import (
     _kind_of,
     _Options,
     check_save,
+    delete_op,
     erase_op,
     facts_op,
 )
@@ -203,9 +204,14 @@ class AsyncRecallIndex:
         message_ids: Sequence[str] | None = None,
         tenant: str | None = None,
     ) -> int:
-        """Delete items (see ``RecallIndex.delete``); how many."""
+        """Delete items, and a whole session's facts (see ``RecallIndex.delete``); how
+        many items."""
         scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
-        n: int = await self._perform(Db(lambda: self.backend.delete(scope, sid, ids), True))
+        now = self._opts.clock()
+        table = self.facts_table
+        n: int = await self._perform(
+            Db(lambda: delete_op(self.backend, table, scope, sid, ids, now), True)
+        )
         return n
 
     async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:

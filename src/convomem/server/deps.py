@@ -213,14 +213,14 @@ async def session_info(services: Services, key: ApiKey, session_id: str) -> Sess
 
 
 async def delete_session(services: Services, key: ApiKey, info: SessionInfo) -> bool:
-    """Delete a session with its log and state, its idempotency records, and its recall
-    items when the index lives in another database (``--recall URL``: the store's
-    trigger cannot reach it). The records go first: a failure in between leaves a
-    session to delete again, never records of a deleted one."""
+    """Delete a session with its log and state, its idempotency records, its recall items
+    (the store's trigger deletes them too, but not in another database: ``--recall
+    URL``) and the facts said in it. Those go first: a failure in between leaves a
+    session to delete again, never traces of a deleted one."""
     if services.idempotency is not None:
         await services.idempotency.forget(key.tenant, info.user_id, info.session_id)
     recall = services.recall
-    if recall is not None and info.user_id is not None and services.settings.recall is not None:
+    if recall is not None and info.user_id is not None:  # its items, and its facts
         await recall.delete(user_id=info.user_id, session_id=info.session_id, tenant=key.tenant)
     if services.memories is not None:
         services.memories.evict(key.tenant, session_id=info.session_id)
