@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError
 from ..stores.expiry import expired_sessions_sql
@@ -99,6 +99,14 @@ top; ``vector`` fetches four times more while the best items are not settled by 
 (at 10^4 messages of ~3.8 keys, 2 settled 98% of searches at once; 4 cost ~1.7x more)."""
 
 
+NO_PGVECTOR: Final = (
+    "recall: this PostgreSQL server lacks the pgvector extension the recall index needs "
+    "(https://github.com/pgvector/pgvector; then CREATE EXTENSION vector, or let convomem "
+    "create it); or run without recall: convomem serve --no-recall "
+    "(Settings(use_recall=False)), or give the index another database with --recall URL"
+)
+
+
 class PgRecall:
     """The PostgreSQL dialect of the recall operations."""
 
@@ -118,6 +126,11 @@ class PgRecall:
     def migrate(self) -> Op:
         s, items = self.schema, self.items
         yield Q.run("SELECT pg_advisory_xact_lock(hashtext('convomem_recall_migrate'))")
+        found = yield Q.one(
+            "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
+        )
+        if not found[0]:
+            raise ConfigError(NO_PGVECTOR)
         yield Q.run("CREATE EXTENSION IF NOT EXISTS vector")
         for sql in (
             f"""CREATE TABLE IF NOT EXISTS {items} (

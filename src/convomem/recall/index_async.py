@@ -119,15 +119,21 @@ class AsyncRecallIndex:
         apart from messages when the embedder embeds them apart, ``embed_query``)."""
         return self._opts.embedded()
 
-    async def _perform(self, req: Embed | Db) -> Any:
-        if isinstance(req, Embed):
-            return await self._opts.cache_for(req).avectors(req.messages)
+    async def prepare(self) -> None:
+        """Create the index's tables now (else on first use), so a database that cannot
+        hold them (PostgreSQL without pgvector: a ``ConfigError`` saying so) fails here,
+        before any request needs them."""
         if not self._ready:
             async with self._lock.get():
                 if not self._ready:
                     await self._run_db(Db(self.backend.migrate, True))
                     await self._run_db(Db(self.facts_table.migrate, True))
                     self._ready = True
+
+    async def _perform(self, req: Embed | Db) -> Any:
+        if isinstance(req, Embed):
+            return await self._opts.cache_for(req).avectors(req.messages)
+        await self.prepare()
         return await self._run_db(req)
 
     async def add(

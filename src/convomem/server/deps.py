@@ -17,6 +17,7 @@ session's memory resumed from the store.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 
 from fastapi import Request
 
+from ..errors import ConfigError, ConvomemError, MissingDependency
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
 from ..stores.expiry import TTL_KEY, expired, expires_at, ttl_of
@@ -130,15 +132,22 @@ async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
     if settings.recall is not None:
         from ..recall.index_async import AsyncRecallIndex
 
-        return await AsyncRecallIndex.open(settings.recall, embedder=embedder)
-    if parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
+        index = await AsyncRecallIndex.open(settings.recall, embedder=embedder)
+    elif parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
         try:
             from ..recall.index_async import AsyncRecallIndex
 
-            return AsyncRecallIndex(db, embedder=embedder)
+            index = AsyncRecallIndex(db, embedder=embedder)
         except ImportError:  # recall needs numpy (extra numpy): the service runs without
             return None
-    return None
+    else:
+        return None
+    try:  # its tables now: a store that cannot hold them fails the start, not appends
+        await index.prepare()
+    except BaseException:
+        await index.aclose()
+        raise
+    return index
 
 
 async def get_services(request: Request) -> Services:
@@ -200,7 +209,9 @@ def session_store(services: Services, key: ApiKey, session_id: str) -> AsyncSess
 
 async def session_info(services: Services, key: ApiKey, session_id: str) -> SessionInfo:
     """The session's info, or the one 404 (another tenant's session is not found either).
-    A session past its own TTL is deleted here, on first access after it expired."""
+    A session past its own TTL is deleted here, on first access after it expired; a
+    session gone (deleted or erased through another replica) leaves this process's
+    cache too."""
     info = await session_store(services, key, session_id).info()
     if info is not None and expired(info):
         await delete_session(services, key, info)
@@ -267,6 +278,22 @@ async def use_memory(
         key.tenant, info, budget, lambda: open_memory(services, key, info), tag
     ) as memory:
         yield memory
+
+
+async def open_at_start(app_state: Any) -> None:
+    """Open the services as the app starts: a store that cannot serve (a configuration
+    error: PostgreSQL without pgvector for recall, a missing extra) fails the start with
+    a message saying what is missing. A store that does not answer yet does not: the
+    process starts, ``/readyz`` answers 503 with the error, and the first request that
+    finds it up opens it."""
+    try:
+        async with app_state.opening:
+            if app_state.services is None:
+                app_state.services = await open_services(app_state.settings, app_state.metrics)
+    except (ConfigError, MissingDependency):
+        raise
+    except (ConvomemError, OSError) as exc:
+        logging.getLogger("convomem.server").warning("the store is not ready yet: %s", exc)
 
 
 def new_state(app_state: Any, settings: Settings) -> None:

@@ -8,8 +8,10 @@ following a link, so the inspector also takes the key from its cookie
 (``convomem_key``: HttpOnly, SameSite=Strict, path ``/inspect``), set by the login form
 or by opening any inspector URL once with ``?key=<key>`` (the response stores it and
 redirects to the URL without it, so the key does not stay in the address bar or the
-history). Pages answer a missing or wrong key with the login form (401); the data
-route with the API's 401 problem.
+history; a key that is not valid is not stored, the login form says so). The key
+never reaches the access log: ``redact_access_log`` masks ``key=`` in the logged
+paths. Pages answer a missing or wrong key with the login form (401); the data route
+with the API's 401 problem.
 
 Each request opens the session's memory from the store as the API does (no state kept
 between requests) and explains it with ``session.timeline.atimeline`` over the newest
@@ -20,6 +22,8 @@ are equal.
 
 from __future__ import annotations
 
+import logging
+import re
 import secrets
 from collections.abc import Mapping
 from typing import Annotated, Final
@@ -36,7 +40,7 @@ from ..problems import Problem
 from .page import login_page, session_page, sessions_page
 from .render import sections
 
-__all__ = ["COOKIE", "router"]
+__all__ = ["COOKIE", "redact_access_log", "router"]
 
 COOKIE: Final = "convomem_key"
 BASE: Final = "/inspect"
@@ -109,9 +113,14 @@ async def _page_key(request: Request) -> ApiKey | Response:
     given = request.query_params.get("key")
     if given is not None:
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "key"]
-        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-        response: Response = RedirectResponse(_local(target), status_code=303)
-        _set_cookie(response, request, given)
+        target = _local(request.url.path + (f"?{urlencode(rest)}" if rest else ""))
+        services = await get_services(request)
+        if not given.strip() or await services.keys.verify(given.strip()) is None:
+            # Checked before it is stored: a cookie holds only a key that works.
+            page = login_page(f"{BASE}/login", target, "This key is not valid.")
+            return _html(page, 401)
+        response: Response = RedirectResponse(target, status_code=303)
+        _set_cookie(response, request, given.strip())
         return response
     try:
         return await inspect_key(request)
@@ -143,6 +152,30 @@ async def login(request: Request) -> Response:
     response = RedirectResponse(target, status_code=303)
     _set_cookie(response, request, key)
     return response
+
+
+_KEY_PARAM: Final = re.compile(r"([?&]key=)[^&#\s]*")
+
+
+class _Redact(logging.Filter):
+    """Masks ``key=<value>`` in the paths uvicorn's access log writes (its record's
+    arguments: client, method, path with query, HTTP version, status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(
+            isinstance(a, str) and "key=" in a for a in record.args
+        ):
+            record.args = tuple(
+                _KEY_PARAM.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
+def redact_access_log() -> None:
+    """Install the redaction on uvicorn's access logger (once per process)."""
+    log = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _Redact) for f in log.filters):
+        log.addFilter(_Redact())
 
 
 # -- pages -----------------------------------------------------------------------------
