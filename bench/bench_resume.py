@@ -39,7 +39,7 @@ from typing import Any
 
 from convomem import ConversationMemory, open_store
 from convomem.model import Message
-from convomem.session.persist import view_cut
+from convomem.session.state import cut as view_cut
 from convomem.tokens import get_tokenizer
 
 _TEXT = (
@@ -88,7 +88,7 @@ def raw_floor(path: str) -> tuple[float, float, int]:
     state = json.loads(raw)
     view = json.loads(state["view"])  # the summary is read too: json.loads below
     summary = json.loads(state["summary"])
-    cut = view_cut(view, state["upto"])
+    cut = view_cut({"view": view, "upto": state["upto"]})
     rows = conn.execute(
         "SELECT seq, message_id, data, counts FROM convomem_messages "
         "WHERE session_pk = ? AND seq >= ? ORDER BY seq",

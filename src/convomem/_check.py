@@ -7,6 +7,7 @@ Every public constructor checks its options with these, so a wrong value always 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -103,3 +104,29 @@ def function(name: str, value: object, what: str = "") -> Callable[..., Any]:
         called = f" ({what})" if what else ""
         raise ConfigError(f"{name}={bounded_repr(value)}: must be callable{called}")
     return value
+
+
+class Owner:
+    """The one owner of a stateful object (a memory's running summary, its drift
+    detector): objects that hold one conversation's state must not serve two, or one
+    conversation's summary and facts would reach the other. Kept as a weak reference, so
+    the object is free again once its owner is gone; not pickled (an owner re-claims)."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self) -> None:
+        self._ref: weakref.ref[object] | None = None
+
+    def claim(self, owner: object, name: str, thing: object) -> None:
+        """Make ``owner`` the owner; ``ConfigError`` naming option ``name`` when another
+        live owner holds ``thing``."""
+        held = None if self._ref is None else self._ref()
+        if held is not None and held is not owner:
+            raise ConfigError(
+                f"{name}={bounded_repr(thing)}: already belongs to {bounded_repr(held)}; it "
+                "holds one conversation's state: give each memory its own"
+            )
+        self._ref = weakref.ref(owner)
+
+    def __reduce__(self) -> tuple[type[Owner], tuple[()]]:
+        return (Owner, ())

@@ -1,9 +1,13 @@
 """Drivers for sans-I/O generators: the one place sync and async twins differ.
 
 Logic that needs I/O (a store call, a summarizer, a sleep) is written once as a
-generator that yields a request and receives its result. ``drive`` performs each request
-synchronously, ``adrive`` in an event loop; an exception raised while performing a
-request is thrown back into the generator, so the logic decides how to recover.
+generator that yields a request and receives its result. The requests are one
+vocabulary: ``Call`` (call this function; the async driver calls its async twin when it
+has one, and awaits what comes back) and ``Sleep``. ``run`` performs them synchronously,
+``arun`` in an event loop; ``drive`` / ``adrive`` take any ``perform`` for generators whose
+requests are data of their own (the HTTP client's ``Request``). An exception raised while
+performing a request is thrown back into the generator, so the logic decides how to
+recover.
 """
 
 from __future__ import annotations
@@ -11,13 +15,119 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeVar
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
 
 from .errors import AsyncInSyncError
 
 S = TypeVar("S")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A request to call ``fn(*args, **kwargs)`` and send back its result.
+
+    ``afn``: the async twin the async driver calls instead (``afold`` for ``fold``).
+    ``offload``: the async driver runs a sync ``fn`` in a worker thread (a slow sync
+    summarizer must not block the event loop). A result that is awaitable is awaited by
+    the async driver and refused by the sync one (``AsyncInSyncError``, or the error the
+    caller of ``run`` chose): an async store or model reached from sync code.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    afn: Callable[..., Any] | None = None
+    offload: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """A request to pause (a retry's backoff)."""
+
+    seconds: float
+
+
+Step: TypeAlias = Call | Sleep
+Gen: TypeAlias = Generator[Step, Any, T]
+"""A sans-I/O generator of this vocabulary, returning ``T``."""
+
+
+def call(
+    fn: Callable[..., Any], *args: Any, afn: Callable[..., Any] | None = None, **kwargs: Any
+) -> Call:
+    """``Call(fn, args, kwargs, afn)``, spelled as the call it stands for."""
+    return Call(fn, args, kwargs, afn)
+
+
+def _refused(step: Call) -> AsyncInSyncError:
+    name = getattr(step.fn, "__qualname__", repr(step.fn))
+    return AsyncInSyncError(f"{name} is async: use the async methods (the a-prefixed twins)")
+
+
+class _Refusal(Exception):
+    """Carries ``run``'s refusal out of ``drive`` without throwing it into the generator."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _perform(step: Step, refuse: Callable[[Call], Exception]) -> Any:
+    """Perform one request synchronously (see ``Call``)."""
+    if type(step) is Sleep:
+        if step.seconds > 0:
+            time.sleep(step.seconds)
+        return None
+    assert type(step) is Call
+    result = step.fn(*step.args, **step.kwargs)
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()  # never awaited: no "coroutine was never awaited" warning
+        raise _Refusal(refuse(step))
+    return result
+
+
+async def aperform(step: Step) -> Any:
+    """Perform one request in the running event loop (see ``Call``)."""
+    if type(step) is Sleep:
+        if step.seconds > 0:
+            await asyncio.sleep(step.seconds)
+        return None
+    assert type(step) is Call
+    if step.afn is not None:
+        result = step.afn(*step.args, **step.kwargs)
+    elif step.offload and not is_async_callable(step.fn):
+        result = await asyncio.to_thread(step.fn, *step.args, **step.kwargs)
+    else:
+        result = step.fn(*step.args, **step.kwargs)
+    return (await result) if inspect.isawaitable(result) else result
+
+
+def run(
+    gen: Gen[T],
+    *,
+    refuse: Callable[[Call], Exception] = _refused,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> T:
+    """Run a generator of ``Call`` / ``Sleep`` requests to completion, synchronously.
+
+    ``refuse`` makes the error for a call whose result is awaitable; it is raised in the
+    caller, not thrown into the generator (a misuse the logic cannot recover from), as
+    are exceptions of the ``passthrough`` types.
+    """
+    try:
+        return drive(gen, lambda step: _perform(step, refuse), passthrough=(_Refusal, *passthrough))
+    except _Refusal as refusal:
+        raise refusal.error from None
+
+
+async def arun(gen: Gen[T], *, passthrough: tuple[type[BaseException], ...] = ()) -> T:
+    """The async twin of ``run``."""
+    return await adrive(gen, aperform, passthrough=passthrough)
 
 
 def drive(

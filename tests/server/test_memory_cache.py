@@ -17,6 +17,7 @@ from convomem.errors import ConfigError
 from convomem.server import Settings
 from convomem.server._memory_cache import MemoryCache
 from convomem.session import ConversationMemory
+from convomem.session.engine import SessionEngine
 from convomem.stores.database import SessionInfo
 
 Key = Callable[[str], dict[str, str]]
@@ -31,15 +32,15 @@ def _batch(serial: count[int], n: int) -> list[dict[str, str]]:
 
 @pytest.fixture
 def resumes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts resumes from the store's derived state (one entry per ``_dload_gen``)."""
+    """Counts resumes from the store's derived state (one entry per engine load)."""
     calls: list[int] = []
-    original = ConversationMemory._dload_gen
+    original = SessionEngine._load
 
-    def counted(self: ConversationMemory) -> Any:
+    def counted(self: SessionEngine) -> Any:
         calls.append(1)
         return original(self)
 
-    monkeypatch.setattr(ConversationMemory, "_dload_gen", counted)
+    monkeypatch.setattr(SessionEngine, "_load", counted)
     return calls
 
 
@@ -207,13 +208,13 @@ def test_an_append_that_does_not_compact_writes_no_state(
     every append made an append's cost grow with the session. Only a compaction (which
     changed it) saves it."""
     dumps: list[int] = []
-    original = ConversationMemory._dump_state
+    original = SessionEngine._dump
 
-    def counted(self: ConversationMemory) -> Any:
+    def counted(self: SessionEngine) -> Any:
         dumps.append(1)
         return original(self)
 
-    monkeypatch.setattr(ConversationMemory, "_dump_state", counted)
+    monkeypatch.setattr(SessionEngine, "_dump", counted)
     client = make_client(budget=100_000, rate_per_second=0, use_recall=False)
     h = make_key("acme")
     client.post("/v1/sessions", json={"id": "s", "user_id": "u"}, headers=h)

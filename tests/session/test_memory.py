@@ -148,7 +148,7 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     # Under budget (unless pinned messages alone are over it, which the stats say); an
     # Anthropic request of a view that cannot lead has its own view, with a stand-in
     # user turn, and the stats cover both.
-    view = mem._view()
+    view = mem.engine.current()
     anthropic = request_tokens(view.anthropic or ctx)
     anthropic += APPROX.count_message(STAND_IN) if view.stand_in else 0
     cost = max(request_tokens(ctx), anthropic)
@@ -171,13 +171,13 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     assert len(heads) <= 1
     if heads:  # right after the leading pinned messages (the system prompt first)
         assert ctx[0].id == added[0].id == "sys"
-        assert heads == [mem._view_engine.head]
+        assert heads == [mem.view.head]
     # Priority-2 and system messages are always sent when they fit.
     ids = {m.id for m in ctx}
     if stats.fits:
         assert all(m.id in ids for m in added if m.priority == 2 and not m.has_tool_use())
     # Accounting: every logged message is in the view, summarized, or awaiting a fold.
-    engine = mem._view_engine
+    engine = mem.view
     log = engine.log
     view = {m.id for m in log.kept()}
     folded = set(mem.summary.covered_ids)
@@ -225,7 +225,7 @@ def test_random_conversations_keep_every_invariant(
 
 
 def protected_ids(mem: ConversationMemory) -> set[str]:
-    log = mem._view_engine.log
+    log = mem.view.log
     return {m.id for u in log.units() if log.protected(u) for m in unit_messages(u)}
 
 

@@ -735,7 +735,7 @@ class MemoryMachine(RuleBasedStateMachine):
         seen["seen not fits"] += not s.fits
         seen["seen compacted"] += s.compactions > 0
         seen["seen summary"] += self.mem.summary.message() is not None
-        seen["seen stand_in"] += self.mem._view().stand_in
+        seen["seen stand_in"] += self.mem.engine.current().stand_in
 
     def _pins_missing(self, ctx: list[Message]) -> list[str]:
         """Pinned messages (system, priority 2) of the log that ``ctx`` leaves out, but

@@ -136,7 +136,7 @@ def test_budget_pairs_and_recall_scope(
         check_context(mem, None)
         mem.flush()
         bob.flush()
-        kept = {m.id for m in mem._view_engine.log.kept()}
+        kept = {m.id for m in mem.view.log.kept()}
         # a tool call without text is searched by its calls (name and arguments)
         said = {m.id: m.text() or m.calls_text() for m in convo}
         evicted = [m for m in convo if m.id not in kept and said[m.id].strip()]
@@ -239,8 +239,8 @@ def test_drift_starts_a_segment_and_resume_keeps_facts_and_drift_state() -> None
         again = memory(db, "r", "rita", idx, 500, drift=det, extractor=ex3)
         drift_chat(again, range(24, 30))
         assert ex3.ids == [f"{p}{k}" for k in range(24, 30) for p in "ua"]  # nothing re-read
-        assert det.state()["topic"] == whole._tiers.drift.state()["topic"]  # type: ignore[union-attr]
-        assert det.state()["checks"] == whole._tiers.drift.state()["checks"]  # type: ignore[union-attr]
+        assert det.state()["topic"] == whole.tiers.drift.state()["topic"]  # type: ignore[union-attr]
+        assert det.state()["checks"] == whole.tiers.drift.state()["checks"]  # type: ignore[union-attr]
         assert "Wendy" in str(again.context("anthropic")["system"])
         assert {s.first_id for s in again.summary.segments} == {
             s.first_id for s in whole.summary.segments
@@ -466,7 +466,7 @@ def test_emergency_compaction_folds_just_enough_when_facts_grew() -> None:
         assert split is not None and split["facts"] > 0 and split["recall"] > 0
         assert split["history"] > 500  # just enough went, not the whole history
         a.flush()
-        gone = {m.id for m in a.messages()} - {m.id for m in a._view_engine.log.kept()}
+        gone = {m.id for m in a.messages()} - {m.id for m in a.view.log.kept()}
         for mid in gone - {"sys"}:
             m = next(m for m in a.messages() if m.id == mid)
             assert mid in {h.message_id for h in idx.search(m.text(), user_id="ana", k=3)}

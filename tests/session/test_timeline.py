@@ -130,7 +130,7 @@ def check(mem: ConversationMemory, switch: Switch) -> None:
     stats = mem.stats()
     ctx_ids = [m.id for m in mem.context("messages")]
     assert t.context_ids == ctx_ids
-    view = mem._view()
+    view = mem.engine.current()
 
     # A partition of the log, in order.
     assert [e.id for e in t.entries] == [m.id for m in log]
@@ -156,14 +156,14 @@ def check(mem: ConversationMemory, switch: Switch) -> None:
     if len(rs.covered_ids) == sum(1 for e in t.entries if rs.covers(e.id)):  # nothing popped
         sizes = Counter(e.segment for e in t.entries if e.state == "summarized")
         assert sizes == +Counter({i: s.count for i, s in enumerate(rs.segments)})
-    if not mem._summary_on:
+    if not mem.engine.summarize:
         assert t.counts["summarized"] == 0
 
     # The budget adds up, and its parts are what the context costs.
     b = t.budget
     assert b.pinned + b.summary + b.history + b.facts + b.recall + b.free + b.reply == mem.budget
     parts = b.pinned + b.summary + b.history + REPLY_PRIMING_TOKENS  # the view's part
-    if mem._tiers is None:
+    if mem.tiers is None:
         assert b.facts == b.recall == 0 and t.recall is None and t.facts_scope == "session"
     else:
         split = stats.budget_split or {}

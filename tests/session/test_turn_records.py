@@ -40,7 +40,7 @@ def test_turn_records_prefix_and_cost() -> None:
     assert [r.message_id for r in rows] == [f"a{i}" for i in range(20)]
     assert rows[0].cached_tokens == 90 and rows[0].completion_tokens == 5
     assert rows[0].cost == pytest.approx((10 * 1.0 + 90 * 0.1 + 5 * 2.0) / 1e6)
-    head = mem._view_engine.head_tokens
+    head = mem.view.head_tokens
     for k in range(1, 20):
         if seen_summaries[k] == seen_summaries[k - 1]:
             want = rows[k - 1].context_tokens - REPLY_PRIMING_TOKENS

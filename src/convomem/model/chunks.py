@@ -10,7 +10,7 @@ one chunk, so a view can never separate a call from its results.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -166,6 +166,15 @@ class ChunkBuilder:
     def has_open_calls(self) -> bool:
         """True while some tool call in a live chunk still awaits its result."""
         return bool(self._open)
+
+    def open_calls(self) -> list[tuple[str, Chunk]]:
+        """The calls awaiting a result, with the chunk holding each (for a snapshot)."""
+        return list(self._open.items())
+
+    def restore(self, chunks: Iterable[Chunk], open_calls: Mapping[str, Chunk]) -> None:
+        """Put a snapshot's live chunks and open calls in place (see ``open_calls``)."""
+        self.chunks = deque(chunks)
+        self._open = dict(open_calls)
 
     def _merge_tail_into(self, target: Chunk) -> None:
         chunks = self.chunks

@@ -145,6 +145,7 @@ class DriftDetector:
         self.embedded = 0
         self.checks = 0
         self.drifts = 0
+        self._owner = _check.Owner()
         self.last: DriftResult | None = None
         self._topic: tuple[float, ...] | None = None
         self._centroid: list[float] | None = None
@@ -167,6 +168,11 @@ class DriftDetector:
             n = len(self._recent)
             return tuple(math.fsum(col) / n for col in zip(*self._recent, strict=True))
         return None if self._centroid is None else tuple(self._centroid)
+
+    def claim(self, owner: object) -> None:
+        """Bind this detector to the one memory it checks (``ConfigError`` for a second):
+        its opening topic and centroid are one conversation's."""
+        self._owner.claim(owner, "drift", self)
 
     def reset(self) -> None:
         """Forget the topic and the centroid (counters are kept): the next message with

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias, TypeVar
 
 from .. import _check
+from .._io import Gen, Sleep
 from ..errors import ConfigError, TransientError
 from .predicates import RetryPredicate, _as_retry, retry_if_exception_type
 from .state import RetryDecision, RetryState, Uniform
@@ -105,6 +106,21 @@ class RetryPolicy:
             pending = sleep(decision.delay)
             if inspect.isawaitable(pending):
                 await pending
+
+    def retried(self, attempt: Callable[[], Gen[T]]) -> Gen[T]:
+        """The same loop for sans-I/O logic: ``yield from policy.retried(attempt)`` runs
+        the generator ``attempt()`` until it returns, yielding ``Sleep`` between failed
+        attempts (the ``_io`` drivers perform it), and raises the last error when the
+        policy gives up. Each attempt starts afresh (re-read what it needs)."""
+        attempts = self.attempts()
+        while True:
+            try:
+                return (yield from attempt())
+            except Exception as error:
+                decision = attempts.failed(error)
+                if not decision.retry:
+                    raise
+            yield Sleep(decision.delay)
 
     def __repr__(self) -> str:
         return f"RetryPolicy(stop={self.stop!r}, wait={self.wait!r}, retry={self.retry!r})"

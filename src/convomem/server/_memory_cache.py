@@ -47,13 +47,10 @@ class _Entry:
 
 def _fresh(memory: ConversationMemory, created_at: float, info: SessionInfo) -> bool:
     """Whether ``memory`` is what a resume from the store would give now."""
-    if not memory._loaded:
+    position = memory.position
+    if position is None:
         return True  # it resumes on first use anyway
-    return (
-        created_at == info.created_at
-        and memory._last == info.last_seq
-        and memory._sversion == info.state_version
-    )
+    return created_at == info.created_at and position == (info.last_seq, info.state_version)
 
 
 class MemoryCache:

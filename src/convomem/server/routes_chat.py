@@ -267,7 +267,7 @@ async def _store_reply(
         before = memory.stats()
         (stored,) = await _store(svc, key, info, memory, reply)
         _count(svc, memory, before)
-        return stored, memory._last, memory.tokenizer
+        return stored, memory.last_seq, memory.tokenizer
 
 
 def _usage(

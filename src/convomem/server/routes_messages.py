@@ -201,7 +201,7 @@ async def _append(
             st = memory.stats()
             svc.metrics.add("compactions", st.compactions - before.compactions)
             svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
-        last: int = memory._last  # the newest seq this memory wrote or saw
+        last: int = memory.last_seq  # the newest seq this memory wrote or saw
     if svc.recall is not None and info.user_id is not None and added:
         # Each message once (the index skips ids it holds): O(new messages) per request.
         await svc.recall.add(
@@ -286,7 +286,7 @@ async def get_context(
         svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
         shown = sum(1 for h in (st.recall or {}).get("hits", ()) if h["shown"])
         svc.metrics.add("recall_hits", shown)
-        response.headers["ETag"] = f'"{memory._last}"'
+        response.headers["ETag"] = f'"{memory.last_seq}"'
         return ContextResponse(
             format=format,
             context=context,

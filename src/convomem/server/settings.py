@@ -14,7 +14,7 @@ from typing import Any
 from .. import _check
 from ..errors import ConfigError
 from ..recall.embedders import EMBEDDERS
-from ..session._tiers import RECALL_K
+from ..session.tiers import RECALL_K
 
 __all__ = ["DEFAULT_STORE", "Settings"]
 

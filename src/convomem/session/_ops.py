@@ -1,155 +1,20 @@
-"""The parts of ConversationMemory that are not its state machine.
-
-Store requests (and the check of what a store returns), the running summary a memory
-builds from its options, priority-1 compression into a stand-in message, and the
-rendering of a view as provider dicts, cached per message between turns.
-"""
+"""What a session renders: priority-1 compression into a stand-in message, and a view
+as provider dicts (converted once per message and cached between turns)."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias
 
-from .. import _check
-from ..errors import ConfigError
 from ..formats.anthropic import to_anthropic
 from ..formats.openai import to_openai
 from ..model import COMPRESSED_KEY, Message, ToolResultBlock
-from ..stores import check_items
-from ..summaries import (
-    SUMMARY_HEADER,
-    ExtractiveSummarizer,
-    RunningSummary,
-    SummarizerLike,
-    Summary,
-    message_label,
-    render_summary,
-)
+from ..summaries import Summary, message_label, render_summary
 from ..summaries.facts import render_facts
-from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
-from ._tiers import TierOp
-from .view import STAND_IN, CompressOp, FoldOp, opens_turn
-
-T = TypeVar("T")
-
-SUMMARY_SEGMENTS: Final = 8
-"""Segments of the running summary a ConversationMemory builds (``max_segments``)."""
+from ..tokens import Tokenizer
+from .view import STAND_IN, opens_turn
 
 Format: TypeAlias = Literal["openai", "anthropic", "messages"]
 _FORMAT_META: Final = ("openai", "anthropic", "langchain")
-
-
-@dataclass(frozen=True, slots=True)
-class StoreOp:
-    """A call of a store method (the four ``Store`` ones, or a ``SessionStore``'s)."""
-
-    method: str
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    def checked(self, result: Any) -> Any:
-        """What the store returned, validated where it matters (``get_items``)."""
-        if self.method == "get_items":
-            return check_items(result)
-        return result
-
-
-@dataclass(frozen=True, slots=True)
-class PauseOp:
-    """A pause before retrying an append that lost a race: writers that keep colliding
-    on one session spread out instead of all re-reading and colliding again."""
-
-    seconds: float
-
-
-Gen: TypeAlias = Generator[StoreOp | FoldOp | CompressOp | PauseOp | TierOp, Any, T]
-
-
-def check_store(store: object) -> bool:
-    """Whether ``store`` is async; ConfigError unless it has the four Store methods."""
-    names = ("get_items", "add_items", "pop_item", "clear_session")
-    methods = [getattr(store, n, None) for n in names]
-    if not all(callable(m) for m in methods):
-        raise ConfigError(
-            f"store={store!r}: must implement get_items, add_items, pop_item and "
-            "clear_session (see convomem.stores)"
-        )
-    kinds = {inspect.iscoroutinefunction(m) for m in methods}
-    if len(kinds) > 1:
-        raise ConfigError(
-            f"store={store!r}: mixes sync and async methods; implement Store or AsyncStore"
-        )
-    return kinds == {True}
-
-
-def running_summary(
-    summarizer: SummarizerLike | RunningSummary | None,
-    *,
-    fallback: Any,
-    facts: bool,
-    summary_tokens: int | None,
-    summary: bool,
-    limit: int,
-    budget: int,
-    tokenizer: Tokenizer,
-) -> RunningSummary:
-    """The RunningSummary a memory uses, built from its options (or the one given)."""
-    if isinstance(summarizer, RunningSummary):
-        if fallback is not None or facts is not True or summary_tokens is not None:
-            raise ConfigError(
-                "summarizer=<RunningSummary>: configure fallback, facts and "
-                "summary_tokens on the RunningSummary itself, not here"
-            )
-        if summary and summarizer.reserve > limit // 2:
-            raise ConfigError(
-                f"summarizer=<RunningSummary reserve={summarizer.reserve}>: the summary may "
-                f"take at most half of the budget ({limit // 2} tokens)"
-            )
-        return summarizer
-    overhead = int(getattr(tokenizer, "per_message", PER_MESSAGE_TOKENS))
-    floor = tokenizer.count(SUMMARY_HEADER) + overhead + 32
-    if summary_tokens is None:
-        reserve = max(floor, limit // 5)
-    else:
-        reserve = _check.integer("summary_tokens", summary_tokens, minimum=floor)
-    if summary and reserve > limit // 2:
-        what = "summary_tokens" if summary_tokens is not None else "max_tokens"
-        value = summary_tokens if summary_tokens is not None else budget
-        raise ConfigError(
-            f"{what}={value!r}: the summary ({reserve} tokens) may take at most half "
-            f"of the budget ({limit // 2} tokens); raise the budget, lower "
-            "summary_tokens, or use summary=False"
-        )
-    # Eight segments: each fold adds a segment of 1/8 of the narrative's share, so the
-    # merge that follows a fold once the summary is full re-reads little.
-    return RunningSummary(
-        summarizer,
-        reserve=reserve,
-        tokenizer=tokenizer,
-        fallback=fallback,
-        facts=facts,
-        max_segments=SUMMARY_SEGMENTS,
-    )
-
-
-class _HalfExtractive:
-    """The default compressor: extractive, to about half of the message's own text."""
-
-    name = "extractive"
-
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self._tok = tokenizer
-
-    def __call__(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
-        size = sum(self._tok.count(m.text()) for m in messages) // 2
-        return ExtractiveSummarizer(max(8, size), self._tok)(messages, previous)
-
-
-def half_extractive(tokenizer: Tokenizer) -> SummarizerLike:
-    """A compressor that summarizes a message to about half its size, extractively."""
-    return _HalfExtractive(tokenizer)
 
 
 def compressed_message(m: Message, s: Summary, tokenizer: Tokenizer) -> Message:

@@ -1,43 +1,40 @@
 """ConversationMemory: one session's log, its view under a token budget, and its summary.
 
-Messages go in with ``add``; ``context()`` returns what to send, under ``budget``:
+Messages go in with ``add`` / ``add_messages``; ``context()`` returns what to send, under
+``budget``:
 
-    [pinned system prompt] [running summary] [kept history, oldest first]
+    [pinned system prompt] [facts and recall] [running summary] [kept history]
 
-It is a composition: a ``Store`` holds the *log* (every message; eviction never touches
-it), a ``SessionView`` (the shared ``views.log.ChunkLog`` engine plus the compaction
-policy) holds the *view*, and a ``RunningSummary`` folds what the view evicts, once.
+It is a thin face over one ``SessionEngine`` (``session.engine``): this module checks the
+options, builds the parts (a journal over the store, the ``SessionView``, the
+``RunningSummary``, the tiers) and drives the engine's generators, synchronously
+(``_io.run``, under a lock) or in an event loop (``_io.arun``, under a per-loop lock).
 Compaction runs when the unpinned history passes ``trigger`` (80%) of its share of the
-budget, or ``max_turns`` turns, and cuts to ``target`` (50%), keeping the newest units
-(a tool call and its results leave together) and preferring a cut at the start of a
-turn. Between compactions messages are only appended, so the context's prefix is
-identical turn to turn and a provider's prompt cache keeps matching it.
+budget, or ``max_turns`` turns, and cuts to ``target`` (50%), keeping the newest units (a
+tool call and its results leave together) and preferring a cut at the start of a turn.
+Between compactions messages are only appended, so the context's prefix is identical
+turn to turn and a provider's prompt cache keeps matching it.
 
 Priorities: 2 is never evicted (a pin); 1 is compressed on its own (summarized alone,
 keeping its key facts) the first time eviction reaches it, and evicted like 0 the next
 time; 0 is evicted oldest first. A ``scorer`` may assign priorities.
 
-Failure never loses data. The store is written first and the view changes only after
-the store accepted a message. A summarizer is retried, then its fallback is used (the
+Failure never loses data. A summarizer is retried, then its fallback is used (the
 summary is ``degraded``); when both fail the compaction is aborted, the view stays as it
 was, and it is retried on the next ``add``. Until then ``context()`` still respects the
 budget: it leaves out the oldest unsummarized messages of that turn's context without
 evicting them (``stats().omitted`` counts them).
-
-Sync and async twins (``add``/``aadd``, ``context``/``acontext``, ...) share one
-implementation: generators that yield their I/O (store calls, summarizer calls), run by
-``_io.drive`` or ``_io.adrive``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 from .. import _check
-from .._io import LoopLock
+from .._io import Call, Gen, LoopLock, arun, run
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
 from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
 from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
@@ -47,16 +44,12 @@ from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
 from ..summaries.extractor import Extractor
 from ..tokens import Tokenizer, get_tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
-from ._ops import (
-    Format,
-    check_store,
-    half_extractive,
-    running_summary,
-)
-from ._tiered import make_tiers
-from ._tiers import RECALL_K
-from .core import SessionCore
+from ._ops import Format
+from ._options import check_store, checked_batch, half_extractive, make_tiers, running_summary
+from .engine import SessionEngine
+from .journal import DurableJournal, PlainJournal, is_session_store
 from .stats import MemoryStats, snapshot
+from .tiers import RECALL_K, Tiers
 from .view import SessionView
 
 __all__ = ["COMPRESSED_KEY", "ConversationMemory", "MemoryStats"]
@@ -65,7 +58,7 @@ T = TypeVar("T")
 _FIELDS = frozenset({"id", "tokens", "name", "metadata", "created_at", "priority"})
 
 
-class ConversationMemory(SessionCore):
+class ConversationMemory:
     """The memory of one conversation: a complete log and a context under budget.
 
     ``budget`` (alias ``max_tokens``, the seeds' word) bounds what ``context()`` costs
@@ -81,12 +74,14 @@ class ConversationMemory(SessionCore):
       Messages already in it are replayed into the view on first use. A durable
       session (``db.session(...)``, a ``SessionStore``) also keeps the derived state and
       each message's token count, so a memory opened on it later resumes exactly,
-      reading only the view's rows (``session.durable``). With an ``AsyncStore`` use
+      reading only the view's rows (``session.state``). With an ``AsyncStore`` use
       the async methods (sync ones raise ``ConfigError`` when they need the store). A
       sync store is called directly from the async methods.
     - ``summarizer``: a summarizer callable (sync or async; default
       ``ExtractiveSummarizer``), or a configured ``RunningSummary`` (then ``fallback``,
-      ``facts`` and ``summary_tokens`` come from it and must not be given).
+      ``facts`` and ``summary_tokens`` come from it and must not be given). A
+      ``RunningSummary`` (like a ``DriftDetector``) holds one conversation: giving one to
+      a second memory raises ``ConfigError``.
       ``fallback``: used when the summarizer fails (default extractive; False: none).
     - ``summary``: fold evicted messages into the running summary (default True). With
       False evicted messages just leave the view (they stay in the log).
@@ -181,10 +176,13 @@ class ConversationMemory(SessionCore):
             _check.function("scorer", scorer, "message -> 0, 1 or 2")
         pins = PinPolicy(pin)
         tok = get_tokenizer(tokenizer)
+        pins = PinPolicy(pin)
+        tok = get_tokenizer(tokenizer)
         self._store: Store | AsyncStore = InMemoryStore() if store is None else store
-        self._store_async = check_store(self._store)
+        self._async = check_store(self._store)
         rs = running_summary(
             summarizer,
+            self,
             fallback=fallback,
             facts=facts,
             summary_tokens=summary_tokens,
@@ -195,31 +193,14 @@ class ConversationMemory(SessionCore):
         )
         if background and rs.fallback is None:
             raise ConfigError("background=True: needs a fallback summarizer (fallback=False)")
-        self._compressor: SummarizerLike | None = (
-            half_extractive(tok) if isinstance(rs.summarizer.fn, ExtractiveSummarizer) else None
-        )
         self.budget = budget
         self.response_reserve = response_reserve
         self.max_turns = max_turns
-        self._tok = tok
-        self._rs = rs
-        self._summary_on = summary
-        self._scorer = scorer
-        self._background = background
-        self._view_engine = SessionView(
-            tok, pins, limit=limit, trigger=trigger, target=target, max_turns=max_turns
-        )
         self._tlock = threading.RLock()
         self._alock = LoopLock()
-        self._compactions = 0
-        self._failures = 0
-        self._compressions = 0
-        self._prefix_breaks = 0
-        self._reids = 0
-        self.last_error: BaseException | None = None
-        """The last error of a compaction (the summarizer's), kept for inspection."""
-        self._tiers = make_tiers(
+        tiers = make_tiers(
             self._store,
+            self,
             recall=recall,
             recall_k=recall_k,
             extractor=extractor,
@@ -229,9 +210,23 @@ class ConversationMemory(SessionCore):
             limit=limit,
             summary_reserve=rs.reserve if summary else 0,
         )
-        self._emergencies = 0
-        self._durable_init(
-            {
+        store_ = self._store
+        journal = DurableJournal(store_) if is_session_store(store_) else PlainJournal(store_)
+        self.engine = SessionEngine(
+            journal=journal,
+            view=SessionView(
+                tok, pins, limit=limit, trigger=trigger, target=target, max_turns=max_turns
+            ),
+            summary=rs,
+            summarize=summary,
+            tokenizer=tok,
+            scorer=scorer,
+            compressor=(
+                half_extractive(tok) if isinstance(rs.summarizer.fn, ExtractiveSummarizer) else None
+            ),
+            background=background,
+            tiers=tiers,
+            config={
                 "budget": budget,
                 "response_reserve": response_reserve,
                 "trigger": trigger,
@@ -247,9 +242,10 @@ class ConversationMemory(SessionCore):
                     list(pins.negative),
                 ],
                 "tokenizer": getattr(tok, "name", None),
-            }
+            },
         )
-        self._reset()
+        """The session engine this memory drives (``session.engine``): its view, summary,
+        tiers and log bookkeeping, for reading (``timeline``, ``stats``)."""
 
     # -- read side -------------------------------------------------------------------
 
@@ -266,24 +262,86 @@ class ConversationMemory(SessionCore):
     @property
     def summary(self) -> RunningSummary:
         """The running summary (read it; fold into it only through this memory)."""
-        return self._rs
+        return self.engine.summary
 
     @property
     def tokenizer(self) -> Tokenizer:
-        return self._tok
+        return self.engine.tokenizer
+
+    @property
+    def view(self) -> SessionView:
+        """The view engine (read it; change it only through this memory)."""
+        return self.engine.view
+
+    @property
+    def tiers(self) -> Tiers | None:
+        """The tiers (facts, recall, drift) when any is on."""
+        return self.engine.tiers
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The last error of a compaction (the summarizer's), kept for inspection."""
+        return self.engine.last_error
+
+    @property
+    def position(self) -> tuple[int, int] | None:
+        """``(last_seq, state_version)`` of the log as this memory last read or wrote it
+        (None before it was loaded, or after a failure made it re-read on next use): a
+        cache of memories compares it with ``store.info()`` to reuse one."""
+        e = self.engine
+        return (e.book.last, e.book.version) if e.loaded else None
+
+    @property
+    def last_seq(self) -> int:
+        """The newest seq of the log this memory knows (it wrote or read): an HTTP
+        service's ETag, a caller's ``expected_seq``."""
+        return self.engine.book.last
 
     def stats(self) -> MemoryStats:
-        """Counters and the state of the view now (and of the tiers, when on)."""
+        """Counters and the state of the view now (and of the tiers, when on); loads the
+        session first (an async store: ``astats``)."""
         with self._tlock:
-            return snapshot(self)
+            if not self.engine.loaded and not self._async:
+                self.run(self.engine.load())
+            return snapshot(self.engine)
+
+    async def astats(self) -> MemoryStats:
+        """Async twin of ``stats``."""
+        async with self._alock.get():
+            await arun(self.engine.load())
+            return snapshot(self.engine)
 
     def __repr__(self) -> str:
+        e = self.engine
         return (
-            f"<ConversationMemory budget={self.budget} log={len(self._ids)} "
-            f"view={len(self._view_engine.log)}>"
+            f"<ConversationMemory budget={self.budget} log={e.book.count} view={len(e.view.log)}>"
         )
 
-    # -- public API: sync --------------------------------------------------------------
+    # -- drivers ---------------------------------------------------------------------
+
+    def _refuse(self, step: Call) -> ConfigError:
+        owner = getattr(step.fn, "__self__", None)
+        what = (
+            f"store={self._store!r}: is an AsyncStore"
+            if owner is self._store
+            else f"{owner if owner is not None else step.fn!r}: is async"
+        )
+        return ConfigError(
+            f"{what}; use the async methods (aadd, aadd_messages, acontext, amessages, "
+            "aclear, wait)"
+        )
+
+    def run(self, gen: Gen[T]) -> T:
+        """Drive one of the engine's generators synchronously, under this memory's lock."""
+        with self._tlock:
+            return run(gen, refuse=self._refuse, passthrough=(ConfigError,))
+
+    async def arun(self, gen: Gen[T]) -> T:
+        """Drive one of the engine's generators in the running loop, under its lock."""
+        async with self._alock.get():
+            return await arun(gen)
+
+    # -- public API ------------------------------------------------------------------
 
     @staticmethod
     def _build(role: object, content: object, fields: dict[str, Any]) -> Message:
@@ -300,9 +358,31 @@ class ConversationMemory(SessionCore):
         """
         return self.add_message(self._build(role, content, fields))
 
-    def add_message(self, message: Message) -> Message:
-        """Add a ``Message``; see ``add``."""
-        return self._run(self._add_gen(message))
+    def add_message(self, message: Message | Mapping[str, Any]) -> Message:
+        """Add a ``Message`` (or one OpenAI Chat Completions dict); see ``add``."""
+        batch, wheres = checked_batch([message], single=True)
+        return self.run(self.engine.add(batch, wheres, None))[0]
+
+    def add_messages(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[Message]:
+        """Add a batch in one store append: all of it or nothing.
+
+        ``messages``: ``Message`` objects or OpenAI Chat Completions dicts (a run of
+        dicts is converted with ``from_openai``, so a tool call and its results pair up).
+        Returns the messages as logged. Idempotent per id over a durable session (a
+        message the log holds with the same content is not stored again; other content
+        raises ``MessageConflict``). ``expected_seq``: the newest seq the caller saw
+        (``position``, ``info().last_seq``; over a plain ``Store`` the log's length); a
+        mismatch raises ``ConcurrentUpdate`` and writes nothing. Bad input raises
+        ``InvalidMessage`` naming ``messages[i]`` and changes nothing.
+        """
+        batch, wheres = checked_batch(messages, single=False)
+        seq = _expected(expected_seq)
+        return self.run(self.engine.add(batch, wheres, seq))
 
     def set_summary(self, text: str) -> Any:
         """Provide the summary's narrative from outside (kept facts and coverage stay).
@@ -310,10 +390,7 @@ class ConversationMemory(SessionCore):
         Raises ``ConfigError`` (nothing changed) when it does not fit the summary's share.
         Over a durable session the summary is saved (``aset_summary`` with an async one).
         """
-        if not self._durable:
-            with self._tlock:
-                return self._rs.set_text(text)
-        return self._run(self._set_summary_gen(text))
+        return self.run(self.engine.set_summary(text))
 
     @overload
     def context(
@@ -342,23 +419,21 @@ class ConversationMemory(SessionCore):
         one system message] [summary] [recent]``; ``query`` (default: the newest user
         message) is searched among what left the view in the user's sessions. Read-only:
         tiers that do not fit are cut (snippets first); the emergency compaction that
-        makes room for them runs on the next add (see ``session._tiered``).
+        makes room for them runs on the next add.
         """
-        result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self._run(
-            self._context_gen(format, query)
+        result: list[dict[str, Any]] | dict[str, Any] | list[Message] = self.run(
+            self.engine.context(format, query)
         )
         return result
 
     def flush(self) -> None:
         """Wait until what left the view is indexed (``recall=``), and save the user's
         facts. A failed background ingest raises here."""
-        with self._tlock:
-            if self._tiers is not None:
-                self._run(self._tier_flush_gen())
+        self.run(self.engine.flush())
 
     def messages(self, limit: int | None = None) -> list[Message]:
         """The log from the store, oldest first (with ``limit``, the newest ``limit``)."""
-        return self._run(self._messages_gen(limit))
+        return self.run(self.engine.messages(limit))
 
     def pop(self) -> Message | None:
         """Remove and return the newest message of the log (None when it is empty).
@@ -367,7 +442,7 @@ class ConversationMemory(SessionCore):
         through the memory, so its view follows. The view is rebuilt from the log on
         next use; a failed pop changes nothing.
         """
-        return self._run(self._pop_gen())
+        return self.run(self.engine.pop())
 
     def clear(self, keep_system: bool = True) -> None:
         """Empty the log, the view and the summary; keep the leading system messages.
@@ -378,7 +453,7 @@ class ConversationMemory(SessionCore):
         put-back fails too, ``ClearIncomplete`` (a ``TransientError``) says what the
         store now holds (``.remaining``, ``.removed``) and the memory follows the store.
         """
-        self._run(self._clear_gen(keep_system))
+        self.run(self.engine.clear(_check.flag("keep_system", keep_system)))
 
     # -- public API: async -------------------------------------------------------------
 
@@ -386,9 +461,20 @@ class ConversationMemory(SessionCore):
         """Async twin of ``add``."""
         return await self.aadd_message(self._build(role, content, fields))
 
-    async def aadd_message(self, message: Message) -> Message:
+    async def aadd_message(self, message: Message | Mapping[str, Any]) -> Message:
         """Async twin of ``add_message``."""
-        return await self._arun(self._add_gen(message))
+        batch, wheres = checked_batch([message], single=True)
+        return (await self.arun(self.engine.add(batch, wheres, None)))[0]
+
+    async def aadd_messages(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[Message]:
+        """Async twin of ``add_messages``."""
+        batch, wheres = checked_batch(messages, single=False)
+        return await self.arun(self.engine.add(batch, wheres, _expected(expected_seq)))
 
     @overload
     async def acontext(
@@ -406,36 +492,67 @@ class ConversationMemory(SessionCore):
         self, format: Format = "openai", *, query: str | None = None
     ) -> list[dict[str, Any]] | dict[str, Any] | list[Message]:
         """Async twin of ``context``."""
-        result: list[dict[str, Any]] | dict[str, Any] | list[Message] = await self._arun(
-            self._context_gen(format, query)
+        result: list[dict[str, Any]] | dict[str, Any] | list[Message] = await self.arun(
+            self.engine.context(format, query)
         )
         return result
 
     async def amessages(self, limit: int | None = None) -> list[Message]:
         """Async twin of ``messages``."""
-        return await self._arun(self._messages_gen(limit))
+        return await self.arun(self.engine.messages(limit))
 
     async def apop(self) -> Message | None:
         """Async twin of ``pop``."""
-        return await self._arun(self._pop_gen())
+        return await self.arun(self.engine.pop())
 
     async def aclear(self, keep_system: bool = True) -> None:
         """Async twin of ``clear``."""
-        await self._arun(self._clear_gen(keep_system))
+        await self.arun(self.engine.clear(_check.flag("keep_system", keep_system)))
 
     async def aset_summary(self, text: str) -> Any:
         """Async twin of ``set_summary``."""
-        return await self._arun(self._set_summary_gen(text))
+        return await self.arun(self.engine.set_summary(text))
 
     async def wait(self) -> None:
         """Wait for background summarizations (``background=True``) to finish; over a
         durable session, save the summary they completed (until then the saved state
-        holds the fallback's text)."""
-        await self._rs.wait()
+        holds the fallback's text); then what ``flush`` does."""
+        await self.engine.summary.wait()
         # Only background summaries change the state outside an add (which saves its
         # own): without them a save would rewrite the whole unchanged state each call.
-        if self._background:
+        if self.engine.background:
             with contextlib.suppress(ConcurrentUpdate):  # another writer's state wins
-                await self._arun(self._dsave_gen())
-        if self._tiers is not None:
-            await self._arun(self._tier_flush_gen())
+                await self.arun(self.engine.save())
+        await self.arun(self.engine.flush())
+
+    # -- pickling ----------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling a memory over an in-memory store carries its log, view and summary
+        (the summarizer and tokenizer must pickle too). A memory over a durable session
+        store is not pickled: the store is its persistence (``ConfigError``)."""
+        if self.engine.journal.durable:
+            raise ConfigError(
+                f"store={self._store!r}: a ConversationMemory over a durable session is "
+                "not pickled; the store keeps it: open ConversationMemory(store="
+                "db.session(session_id, ...)) where it is needed and it resumes exactly"
+            )
+        if self.engine.tiers is not None:
+            raise ConfigError(
+                "a ConversationMemory with recall=, extractor= or drift= is not pickled (an "
+                "index, an embedder); open it over a durable session where it is needed"
+            )
+        with self._tlock:
+            state = self.__dict__.copy()
+        del state["_tlock"], state["_alock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._tlock = threading.RLock()
+        self._alock = LoopLock()
+        self.engine.summary.claim(self)
+
+
+def _expected(seq: int | None) -> int | None:
+    return None if seq is None else _check.non_negative_int("expected_seq", seq)

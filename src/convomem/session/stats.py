@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._tiered import tier_stats
+from .engine import SessionEngine
+from .tiers import Tiers
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,31 +72,68 @@ class MemoryStats:
     """The last error of a tier (extraction, drift check, facts save, search)."""
 
 
-def snapshot(mem: Any) -> MemoryStats:
-    """The stats of a ``ConversationMemory`` now (its lock held by the caller)."""
-    v = mem._view()
-    rs = mem._rs
+def snapshot(engine: SessionEngine) -> MemoryStats:
+    """The stats of a session engine now (its memory's lock held by the caller)."""
+    v = engine.current()
+    rs = engine.summary
     st = rs.stats
     current = rs.current()
     return MemoryStats(
         context_tokens=v.tokens,
         context_messages=len(v.messages),
-        log_messages=mem._count if mem._durable else len(mem._ids),
-        view_messages=len(mem._view_engine.log),
+        log_messages=engine.book.count,
+        view_messages=len(engine.view.log),
         summarized_messages=len(rs.covered_ids),
-        compactions=mem._compactions,
-        compaction_failures=mem._failures,
-        compressions=mem._compressions,
+        compactions=engine.compactions,
+        compaction_failures=engine.failures,
+        compressions=engine.compressions,
         summarizer_calls=st.summarizer_calls,
         summarizer_input_tokens=st.input_tokens,
         summary_tokens=0 if current is None else (current.tokens or 0),
         degraded=current is not None and current.degraded,
-        compaction_pending=mem._pending_retry,
+        compaction_pending=engine.pending_retry,
         omitted=v.omitted,
-        prefix_kept=mem._prefix_kept,
-        prefix_breaks=mem._prefix_breaks,
+        prefix_kept=engine.prefix_kept,
+        prefix_breaks=engine.prefix_breaks,
         fits=v.fits,
         waiting=v.waiting,
-        reids=mem._reids,
-        **tier_stats(mem._tiers, mem._emergencies),
+        reids=engine.reids,
+        **tier_stats(engine.tiers, engine.emergencies),
     )
+
+
+def tier_stats(t: Tiers | None, emergencies: int) -> dict[str, Any]:
+    """The tiers' part of ``MemoryStats``."""
+    if t is None:
+        return {"recall": {"status": "off"}, "emergency_compactions": emergencies}
+    h = t.history
+    drift = None
+    if t.drift is not None:
+        last = t.drift.last
+        drift = {
+            **t.drift.stats(),
+            "score": None if last is None else last.score,
+            "action": None if last is None else last.action,
+            "suggestion": None if last is None else last.suggestion,
+            "segments_started": t.segments_started,
+            "widened": t.widened,
+        }
+    return {
+        "recall": dict(t.last_recall),
+        "facts": None
+        if not t.facts_on
+        else {
+            "count": 0 if h is None else len(h),
+            "tokens": t.split.get("facts", 0),
+            "reserve": t.facts_tokens,
+            "extracted": t.extracted,
+            "version": t.version,
+            "unsaved": len(t.pending),
+            "saves": t.saves,
+            "conflicts": t.conflicts,
+        },
+        "drift": drift,
+        "budget_split": dict(t.split),
+        "emergency_compactions": emergencies,
+        "tier_error": None if t.last_error is None else repr(t.last_error),
+    }

@@ -30,13 +30,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from .._io import Gen
 from ..model import COMPRESSED_KEY, Chunk, Message
 from ..stores import check_limit
 from ..summaries.facts import FactHistory, KeyedFact
 from ..summaries.keyed import SUBJECT_USER
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import unit_messages
-from ._ops import Gen
 from ._turns import STAND_IN
 from .stats import MemoryStats
 from .turn_records import TURN_KEY, TurnRow, check_price, record_turn, turn_rows
@@ -181,7 +181,7 @@ class Timeline:
 
 
 def _pin_reason(m: Message, position: int, memory: ConversationMemory, first_user: str) -> str:
-    pins = memory._view_engine.pins
+    pins = memory.view.pins
     if m.priority == 2:
         return "priority 2: never evicted"
     if m.role == "system" and pins.system:
@@ -223,9 +223,9 @@ def _build(
     price: Mapping[str, float] | None,
     context: list[Message] | None,
 ) -> Timeline:
-    engine = memory._view_engine
+    engine = memory.view
     clog = engine.log
-    view = memory._view()
+    view = memory.engine.current()
     stats = memory.stats()
     rs = memory.summary
     summary = rs.message()
@@ -233,7 +233,7 @@ def _build(
 
     sent: dict[str, Message] = {m.id: m for m in view.messages}
     context_ids = [m.id for m in (view.messages if context is None else context)]
-    tiers = memory._tiers if context is not None else None
+    tiers = memory.tiers if context is not None else None
     split = {} if tiers is None else tiers.split
     pinned: set[str] = set()
     waiting: set[str] = set()
@@ -306,7 +306,7 @@ def _build(
             continue
         elif rs.covers(mid):
             state, reason = "summarized", "evicted at a compaction; summarized"
-        elif not memory._summary_on:
+        elif not memory.engine.summarize:
             state, reason = "dropped", "evicted (summaries are off)"
         else:
             state, reason = "dropped", "left the view unsummarized (an orphan tool result)"
@@ -321,7 +321,7 @@ def _build(
     if view.stand_in and STAND_IN.id in sent:
         parts["history"] += tok.count_message(STAND_IN)
     reply = memory.response_reserve + REPLY_PRIMING_TOKENS
-    reserve = memory._summary_reserve()
+    reserve = memory.engine.summary_reserve()
     facts, recalled = split.get("facts", 0), split.get("recall", 0)
     used = parts["pinned"] + s_tok + parts["history"] + facts + recalled
     budget = BudgetSplit(
@@ -358,17 +358,17 @@ def _build(
 def _timeline_gen(
     memory: ConversationMemory, limit: int | None, price: Mapping[str, float] | None
 ) -> Gen[Timeline]:
-    yield from memory._load_gen()
+    yield from memory.engine.load()
     context: list[Message] | None = None
-    tiers = memory._tiers
+    tiers = memory.tiers
     if tiers is not None and tiers.on:
         # The tiers (facts, recall) are decided with the context, which may fold more
         # history to fit them: take it as context() would, then explain.
-        context = yield from memory._context_gen("messages")
-    log: list[Message] = yield from memory._messages_gen(limit)
-    if not memory._loaded:  # the store moved under a durable memory meanwhile: reload
-        yield from memory._load_gen()
-        context = None if context is None else (yield from memory._context_gen("messages"))
+        context = yield from memory.engine.context("messages")
+    log: list[Message] = yield from memory.engine.messages(limit)
+    if not memory.engine.loaded:  # the store moved under a durable memory meanwhile: reload
+        yield from memory.engine.load()
+        context = None if context is None else (yield from memory.engine.context("messages"))
     return _build(memory, log, price, context)
 
 
@@ -389,7 +389,7 @@ def timeline(
     none. Reads the log (and the summary's coverage) once: meant for inspection, not
     for every turn.
     """
-    return memory._run(_timeline_gen(memory, check_limit(limit), check_price(price)))
+    return memory.run(_timeline_gen(memory, check_limit(limit), check_price(price)))
 
 
 async def atimeline(
@@ -399,4 +399,4 @@ async def atimeline(
     price: Mapping[str, float] | None = None,
 ) -> Timeline:
     """Async twin of ``timeline``."""
-    return await memory._arun(_timeline_gen(memory, check_limit(limit), check_price(price)))
+    return await memory.arun(_timeline_gen(memory, check_limit(limit), check_price(price)))

@@ -134,7 +134,7 @@ def record_turn(
     summary = memory.summary.message()
     record = {
         "context_tokens": st.context_tokens,
-        "head_tokens": memory._view_engine.head_tokens,
+        "head_tokens": memory.view.head_tokens,
         "summary_id": None if summary is None else summary.id,
     }
     return with_usage(record, usage, price=price)

@@ -7,18 +7,19 @@ folded, the compaction policy (trigger/target hysteresis over the history's shar
 turn limit, cuts preferring a turn start, priority-1 compression before eviction), and
 the rendering of the view as a context, cached between turns.
 
-Compaction is a generator that yields ``FoldOp`` / ``CompressOp`` requests and returns a
-``Plan``; nothing changes until ``commit(plan)``, so a failing summarizer leaves the view
-exactly as it was.
+Compaction is a generator that yields the summarizer calls it needs (``_io.Call``) and
+returns a ``Plan``; nothing changes until ``commit(plan)``, so a failing summarizer leaves
+the view exactly as it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from .._io import Call
 from ..model import Chunk, Message, PinPolicy, starts_turn
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
@@ -27,8 +28,6 @@ from ._turns import STAND_IN, answers_first, needs_stand_in, opens_turn, stand_i
 
 __all__ = [  # the ordering rules live in ``_turns``; these names stay importable from here
     "STAND_IN",
-    "CompressOp",
-    "FoldOp",
     "Plan",
     "SessionView",
     "View",
@@ -37,20 +36,6 @@ __all__ = [  # the ordering rules live in ``_turns``; these names stay importabl
     "opens_turn",
     "stand_in_tokens",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class FoldOp:
-    """Fold these evicted messages into the running summary."""
-
-    messages: list[Message]
-
-
-@dataclass(frozen=True, slots=True)
-class CompressOp:
-    """Compress this priority-1 message on its own."""
-
-    message: Message
 
 
 @dataclass(slots=True)
@@ -80,8 +65,7 @@ class View:
     requests. ``tokens`` is the larger of the two, so ``fits`` holds for both."""
 
 
-Step: TypeAlias = FoldOp | CompressOp
-PlanGen: TypeAlias = Generator[Step, Any, Plan]
+PlanGen: TypeAlias = Generator[Call, Any, Plan]
 
 
 def _tokens(unit: Unit) -> int:
@@ -124,6 +108,37 @@ class SessionView:
         self.head_tokens = 0
         self.to_fold: list[Message] = []  # orphan results: never in view, summarized later
         self.version = 0
+
+    # -- snapshot ----------------------------------------------------------------------
+
+    def snapshot(self, ref: Callable[[Message, bool], str]) -> dict[str, Any]:
+        """The view as plain JSON data (``ChunkLog.snapshot`` plus the leading system
+        prompt, the orphans waiting to be folded and the compressed stand-ins);
+        ``ValueError`` for a shape it cannot express."""
+        data = self.log.snapshot(ref)
+        data["head"] = [self.head, self.head_tokens]
+        data["to_fold"] = [ref(m, False) for m in self.to_fold]
+        # Apart from the units: a message may wait in the view as it is while its
+        # compressed stand-in (made by a compaction that failed) waits here.
+        data["compressions"] = {
+            k: m.to_dict() for k, m in self.compressions.items() if k in self.log
+        }
+        return data
+
+    def restore(self, data: Mapping[str, Any], message: Callable[[str], Message]) -> None:
+        """Put a ``snapshot`` in place (after ``reset``); ``ValueError`` (or ``KeyError``,
+        ``TypeError``, ``IndexError`` for malformed data) leaves the view reset."""
+        try:
+            self.log.restore(data, message)
+            self.head, self.head_tokens = (int(x) for x in data["head"])
+            self.to_fold = [message(r) for r in data["to_fold"]]
+            self.compressions = {
+                str(k): Message.from_dict(d) for k, d in data["compressions"].items()
+            }
+        except BaseException:
+            self.reset()
+            raise
+        self.version += 1
 
     # -- adding ------------------------------------------------------------------------
 
@@ -182,12 +197,16 @@ class SessionView:
         summary_tokens: int,
         *,
         summarize: bool,
+        fold: Callable[[list[Message]], Call],
+        compress: Callable[[Message], Call],
         target: float | None = None,
         breaks: AbstractSet[str] = frozenset(),
     ) -> PlanGen:
         """Decide a compaction down to the target (``target`` overrides it: 0 folds all
-        that can go); yields its summarizer work. A message whose id is in ``breaks``
-        starts a fold of its own (a new summary segment: the topic changed there)."""
+        that can go); yields its summarizer work: ``fold(messages)`` (summarize evicted
+        messages into the running summary) and ``compress(message)`` (a priority-1 message
+        on its own, once). A message whose id is in ``breaks`` starts a fold of its own (a
+        new summary segment: the topic changed there)."""
         share = self.share(summary_tokens)
         goal = (self.target if target is None else target) * share
         goal_turns = self.goal_turns
@@ -212,7 +231,7 @@ class SessionView:
                     if m.priority == 1:
                         cm = self.compressions.get(m.id)
                         if cm is None:  # kept across a failed compaction: done once
-                            cm = self.compressions[m.id] = yield CompressOp(m)
+                            cm = self.compressions[m.id] = yield compress(m)
                         m = cm
                     out.append(m)
                 tokens = self.tokenizer.count_messages(out)
@@ -237,7 +256,7 @@ class SessionView:
             start = 0
             for i in range(1, len(folded) + 1):
                 if i == len(folded) or folded[i].id in breaks:
-                    yield FoldOp(folded[start:i])
+                    yield fold(folded[start:i])
                     start = i
         plan.folded = folded
         return plan

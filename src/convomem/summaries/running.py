@@ -168,6 +168,12 @@ class RunningSummary(_Driven):
         self._pending: set[asyncio.Task[None]] = set()
         self.last_error = None
         """The last error of a background summarization (it never raises elsewhere)."""
+        self._owner = _check.Owner()
+
+    def claim(self, owner: object) -> None:
+        """Bind this summary to the one memory that folds into it (``ConfigError`` for a
+        second): a summary holds one conversation's segments and facts."""
+        self._owner.claim(owner, "summarizer", self)
 
     # -- read side -------------------------------------------------------------------
 
