@@ -141,9 +141,8 @@ def test_auth_by_header_cookie_query_and_form(
     for junk in ("cm_000000000000_" + "x" * 43, "", "not a key"):  # checked, never stored
         refused = client.get("/inspect/s1", params={"key": junk}, follow_redirects=False)
         assert refused.status_code == 401 and "not valid" in refused.text
-        assert "set-cookie" not in refused.headers and junk not in refused.text.replace(
-            'value=""', ""
-        )
+        assert "set-cookie" not in refused.headers
+        assert not junk or junk not in refused.text  # nor echoed
 
     client.cookies.set(COOKIE, token)
     assert client.get("/inspect/s1").status_code == 200

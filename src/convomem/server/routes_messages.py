@@ -187,16 +187,19 @@ async def _append(
     expected: int | None,
     if_match: str | None,
 ) -> AppendResponse:
-    """Append ``messages`` through the session's memory, then index them for recall."""
-    if expected is not None and info.last_seq != expected:
-        raise _moved(info.last_seq, expected, if_match)
-    added: list[Message] = []
+    """Append ``messages`` through the session's memory in one store append (all or
+    nothing; ``expected``, the ``If-Match`` seq, checked inside its compare-and-set, so
+    of writers racing with one ``If-Match`` exactly one wins), then index them for
+    recall."""
     async with use_memory(svc, key, info) as memory:
         before = memory.stats()
         try:
-            for m in messages:
-                added.append(await memory.aadd_message(m))
+            added = await memory.aadd_messages(messages, expected_seq=expected)
             await memory.wait()  # what left the view indexed, the user's facts saved: now
+        except ConcurrentUpdate as exc:
+            if expected is None:
+                raise  # races lost past the memory's own retries: a 409 conflict
+            raise _moved(exc.actual, expected, if_match) from None
         finally:
             st = memory.stats()
             svc.metrics.add("compactions", st.compactions - before.compactions)
