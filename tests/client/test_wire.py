@@ -46,6 +46,8 @@ def test_every_error_status_maps_to_its_family(
         assert isinstance(err, Unauthorized | PermissionError)
     elif status == 404:
         assert isinstance(err, NotFound | LookupError)
+    elif slug == "idempotency-conflict" and status in (409, 422):  # 422 since issue 20
+        assert isinstance(err, MessageConflict)
     elif status == 409 and slug.endswith("-conflict") and slug != "conflict":
         assert isinstance(err, MessageConflict)
     elif status == 409 and (slug == "precondition-failed" or field == "If-Match"):
