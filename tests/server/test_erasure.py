@@ -97,3 +97,37 @@ def test_an_erased_user_leaves_no_byte_in_the_database_files(
     ]
     assert found == [], found
     assert KEPT["content"].encode() in b"".join(files.values())
+
+
+def test_a_replica_never_serves_what_another_erased(
+    serve_app: Launcher,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Replica A holds the session's memory (and its user's recall partition) in its
+    caches; replica B erases the user, who comes back with a session of the same id and
+    as many messages: A serves only what is there now."""
+    url = f"sqlite:///{tmp_path / 'replicas.db'}"
+    h = {"Authorization": f"Bearer {create_key(url, 'acme')}"}
+    a, b = serve_app(url, 2, "--rate", "0")
+    with httpx.Client(base_url=a.url, timeout=60) as ha, httpx.Client(base_url=b.url) as hb:
+
+        def seed(http: httpx.Client, text: str) -> None:
+            made = {"id": "s", "user_id": "u"}
+            assert http.post("/v1/sessions", json=made, headers=h).status_code == 201
+            body = {"messages": [{"role": "user", "content": f"{text} {i}"} for i in range(4)]}
+            assert http.post("/v1/sessions/s/messages", json=body, headers=h).status_code == 201
+
+        def seen(http: httpx.Client) -> str:
+            ctx = http.get("/v1/sessions/s/context", headers=h).json()["context"]
+            hits = http.post(
+                "/v1/recall/search", json={"user_id": "u", "query": "payload"}, headers=h
+            ).json()["hits"]
+            return str(ctx) + str(hits)
+
+        seed(ha, "old-payload")
+        assert "old-payload" in seen(ha)  # cached in A: the memory and the partition
+        assert hb.delete("/v1/users/u", headers=h).status_code == 200
+        assert ha.get("/v1/sessions/s", headers=h).status_code == 404
+        seed(hb, "new-payload")  # same id, same seqs, same counters
+        now = seen(ha)
+        assert "new-payload" in now and "old-payload" not in now
