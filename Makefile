@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench soak clean
+.PHONY: demo test test-ts lint dist docs bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,31 @@ test: lint
 	sh scripts/ensure-redis-server.sh
 	sh scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest -q -n 2
+	$(MAKE) --no-print-directory test-ts
+
+# The TypeScript client (clients/typescript): `npm test` builds it (tsc) and runs node --test
+# against a real `convomem serve` of the venv's python. npm ci runs again when the lock changed.
+TS := clients/typescript
+
+$(TS)/node_modules/.installed: $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+	touch $@
+
+test-ts: $(STAMP)
+	@{ node -e 'process.exit(parseInt(process.versions.node) < 20 ? 1 : 0)' && command -v npm; } \
+		>/dev/null 2>&1 || { echo "make test-ts needs Node.js 20+ and npm (apt-get install nodejs npm)"; exit 1; }
+	$(MAKE) --no-print-directory $(TS)/node_modules/.installed
+	cd $(TS) && CONVOMEM_PYTHON=$(abspath $(BIN))/python PYTHONPATH=$(CURDIR)/src npm test
+
+# A wheel and an sdist in dist/ (tests/test_dist.py installs such a wheel with [server] in a
+# fresh virtual environment and runs a session through it).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist
+
+# The documentation site (mkdocs.yml, docs/) in site/; tests/test_docs.py builds it strictly.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 # Every benchmark in turn (about 35 minutes on 2 idle cores); see bench/README.md to run one.
 BENCHES := window loading forgetting tokens packing_self peers_turn memory_turn dedup_core peers_dedup memory_quality agents_sdk
@@ -47,4 +72,4 @@ soak: $(STAMP)
 	$(BIN)/python bench/soak_memory.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules $(TS)/dist $(TS)/build

@@ -23,6 +23,7 @@ For each set, in one run:
 
     .venv/bin/python bench/bench_facts.py            # about a minute
     .venv/bin/python bench/bench_facts.py --quick    # 500-turn chats
+    .venv/bin/python bench/bench_facts.py --baseline base:main   # beside the baseline
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _baseline
 from convomem.model import Message
 from convomem.session import ConversationMemory
 from convomem.summaries.extractor import OfflineExtractor
@@ -247,31 +249,75 @@ def bench_retention(
     return {k: (v[0], v[1]) for k, v in rows.items()}
 
 
+def collect(turns: int, with_misses: bool) -> dict[str, Any]:
+    """Every figure of both sets, as JSON-ready values."""
+    out: dict[str, Any] = {}
+    for name, path in SETS:
+        cases = load(path)
+        t0 = time.perf_counter()
+        tp, fp, fn, notes = bench_extraction(cases)
+        ok, total, snotes = bench_supersession(cases)
+        rnotes: list[str] = []
+        retention = bench_retention(cases, turns, rnotes)
+        out[name] = {
+            "cases": len(cases),
+            "extraction": [tp, fp, fn],
+            "supersession": [ok, total],
+            "retention": {k: list(v) for k, v in retention.items()},
+            "users": len(users(cases)),
+            "misses": notes + snotes + rnotes if with_misses else len(notes) + len(snotes),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+    return out
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{a}/{b} = {a / max(b, 1):.1%}"
+
+
+def report(cols: list[tuple[str, dict[str, Any]]], turns: int) -> None:
+    for name, _ in SETS:
+        print(f"== {name} set ({cols[-1][1][name]['cases']} cases) ==")
+        print(f"{'':<36}" + "".join(f"{label:<26}" for label, _ in cols))
+
+        def row(label: str, get: Any, name: str = name) -> None:
+            print(f"{label:<36}" + "".join(f"{get(r[name]):<26}" for _, r in cols))
+
+        row("1. extraction precision", lambda r: _pct(r["extraction"][0], sum(r["extraction"][:2])))
+        row(
+            "   extraction recall",
+            lambda r: _pct(r["extraction"][0], r["extraction"][0] + r["extraction"][2]),
+        )
+        row("2. supersession", lambda r: _pct(*r["supersession"]))
+        print(f"3. retention, {turns}-turn chats at a 10% budget")
+        for key in cols[-1][1][name]["retention"]:
+            row(f"   {key}", lambda r, key=key: _pct(*r["retention"][key]))
+        misses = cols[-1][1][name]["misses"]
+        if isinstance(misses, list):
+            for note in misses:
+                print(f"   miss: {note}")
+        else:
+            print(f"   ({misses} extraction and supersession misses: --misses)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="500-turn chats")
     parser.add_argument("--misses", action="store_true", help="list every miss")
+    parser.add_argument("--baseline", default="none", help="git ref or base:REF to compare")
+    parser.add_argument("--json", action="store_true", help="print this checkout's JSON only")
     args = parser.parse_args()
     turns = 500 if args.quick else 2000
-    for name, path in SETS:
-        cases = load(path)
-        t0 = time.perf_counter()
-        print(f"== {name} set ({path.name}: {len(cases)} cases) ==")
-        tp, fp, fn, notes = bench_extraction(cases)
-        p, r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
-        print(f"1. extraction: precision {p:.1%} ({tp}/{tp + fp}), recall {r:.1%} ({tp}/{tp + fn})")
-        ok, total, snotes = bench_supersession(cases)
-        print(f"2. supersession: {ok}/{total} = {ok / max(total, 1):.1%} current-and-history right")
-        print(f"3. retention, {turns}-turn chats at a 10% budget, {len(users(cases))} users:")
-        rnotes: list[str] = []
-        for label, (kept, planted) in bench_retention(cases, turns, rnotes).items():
-            print(f"   {label:<30} {kept:>3}/{planted} = {kept / max(planted, 1):6.1%}")
-        if args.misses:
-            for note in notes + snotes + rnotes:
-                print(f"   miss: {note}")
-        else:
-            print(f"   ({len(notes)} extraction and {len(snotes)} supersession misses: --misses)")
-        print(f"   ({time.perf_counter() - t0:.1f} s)")
+    if args.json:
+        print(json.dumps(collect(turns, args.misses)))
+        return
+    cols = []
+    if args.baseline != "none":
+        commit, src = _baseline.checkout(args.baseline)
+        argv = ["--json", *(["--quick"] if args.quick else [])]
+        cols.append((f"baseline {commit[:9]}", _baseline.run(Path(__file__), argv, src)))
+    cols.append(("this checkout", collect(turns, args.misses)))
+    report(cols, turns)
 
 
 if __name__ == "__main__":

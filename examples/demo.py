@@ -11,6 +11,8 @@ directory; ``--db PATH`` or ``$CONVOMEM_DEMO_DB`` to put it elsewhere). Run it a
 it resumes that session instead of replaying the thread: it reports the messages it
 found, the summary it kept and the summarizer calls the resume needed.
 ``--fresh`` (``make demo ARGS=--fresh``) deletes the session and starts over.
+``--budget N`` (``make demo ARGS="--budget 1000"``) gives the model's context N tokens
+instead of 2,500; each budget keeps its own session.
 
 Runs from a source checkout with no install and no dependency (SQLite is in the
 standard library): ``PYTHONPATH=src python examples/demo.py``. Token counts use the
@@ -89,19 +91,24 @@ def show_recall(found: dict[str, bool], thread: Sequence[Message]) -> None:
         print(f"    [{'x' if ok else ' '}] {what} (first said in #{first})")
 
 
-def open_memory(tokenizer: Tokenizer, store: SessionStore | None = None) -> ConversationMemory:
+def open_memory(
+    tokenizer: Tokenizer, store: SessionStore | None = None, budget: int = BUDGET
+) -> ConversationMemory:
     """The demo's memory: the same options on the first run and on a resume."""
-    return ConversationMemory(max_tokens=BUDGET, tokenizer=tokenizer, store=store)
+    return ConversationMemory(max_tokens=budget, tokenizer=tokenizer, store=store)
 
 
 def remember(
-    thread: Sequence[Message], tokenizer: Tokenizer, store: SessionStore | None = None
+    thread: Sequence[Message],
+    tokenizer: Tokenizer,
+    store: SessionStore | None = None,
+    budget: int = BUDGET,
 ) -> ConversationMemory:
     """The thread fed to a ConversationMemory one message at a time, as an agent loop would.
 
     Long tool outputs get priority 1: the memory shortens them before it evicts them.
     """
-    memory = open_memory(tokenizer, store)
+    memory = open_memory(tokenizer, store, budget)
     for m in thread:
         memory.add_message(prioritized(m, tokenizer))
     return memory
@@ -136,7 +143,9 @@ def prioritized(m: Message, tokenizer: Tokenizer) -> Message:
     return m
 
 
-def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None) -> None:
+def story(
+    thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None, budget: int = BUDGET
+) -> None:
     """The first run: the thread without memory, then through a ConversationMemory."""
     total = tok.count_messages(thread)
     calls = sum(len(m.tool_use_ids()) for m in thread)
@@ -145,12 +154,12 @@ def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None)
     banner("The thread: one customer, six weeks")
     say(
         f"{len(thread)} messages ({sum(m.role == 'user' for m in thread)} from Maya, "
-        f"{calls} tool calls), {total:,} tokens; the model's context holds {BUDGET:,}."
+        f"{calls} tool calls), {total:,} tokens; the model's context holds {budget:,}."
     )
     say(f'Her last message: "{question.text()}"', "  ")
 
-    banner(f"Before: the newest messages that fit {BUDGET:,} tokens")
-    plain = Packer(budget=BUDGET, tokenizer=tok).pack(thread)
+    banner(f"Before: the newest messages that fit {budget:,} tokens")
+    plain = Packer(budget=budget, tokenizer=tok).pack(thread)
     first_kept = next(i for i, m in enumerate(thread) if m is plain.kept[1])
     say(
         f"A Packer with Recency keeps the system prompt and #{first_kept}-#{len(thread) - 1} "
@@ -159,8 +168,8 @@ def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None)
     )
     show_recall(recall(plain.kept), thread)
 
-    banner(f"After: ConversationMemory(max_tokens={BUDGET:,})")
-    memory = remember(thread, tok, store)
+    banner(f"After: ConversationMemory(max_tokens={budget:,})")
+    memory = remember(thread, tok, store, budget)
     context = memory.context(format="messages")
     stats = memory.stats()
     log = memory.messages()
@@ -172,7 +181,7 @@ def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None)
     evicted = [i for i, m in enumerate(log) if m.id not in in_view]
     say(
         f"Each message was added as it arrived. The context is now {len(context)} messages, "
-        f"{stats.context_tokens:,} of {BUDGET:,} tokens:"
+        f"{stats.context_tokens:,} of {budget:,} tokens:"
     )
     bullet(f"kept verbatim: {spans(verbatim)} (the system prompt is pinned, never evicted)")
     bullet(
@@ -211,8 +220,8 @@ def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None)
     path = str(EXAMPLE) if path.startswith("..") else path
     commands = [
         ["estimate", path],
-        ["pack", path, "--budget", str(BUDGET), "--strategy", "memory", "--explain", "--tail", "4"],
-        ["simulate", path, "--budget", str(BUDGET)],
+        ["pack", path, "--budget", str(budget), "--strategy", "memory", "--explain", "--tail", "4"],
+        ["simulate", path, "--budget", str(budget)],
     ]
     for argv in commands:
         print(f"$ python -m convomem {' '.join(argv)}")
@@ -221,21 +230,27 @@ def story(thread: Sequence[Message], tok: Tokenizer, store: SessionStore | None)
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        cli(["pack", path, "--budget", str(BUDGET), "--strategy", "memory"], out=io.StringIO())
+        cli(["pack", path, "--budget", str(budget), "--strategy", "memory"], out=io.StringIO())
     say(f"pack (no priority marks in the file): {err.getvalue().strip()}")
 
 
 def resume(
-    thread: Sequence[Message], tok: Tokenizer, store: SessionStore, where: str, stored: int
+    thread: Sequence[Message],
+    tok: Tokenizer,
+    store: SessionStore,
+    where: str,
+    stored: int,
+    budget: int = BUDGET,
 ) -> None:
     """A later run: a new ConversationMemory over the stored session, as after a restart."""
-    banner(f"Resumed: session {SESSION!r}")
+    session = session_id(budget)
+    banner(f"Resumed: session {session!r}")
     say(
         f"A previous run left {stored} messages in this session, in {where}. A new "
         "ConversationMemory over the same store (a new process, as after a restart) picks "
         "it up:"
     )
-    memory = open_memory(tok, store)
+    memory = open_memory(tok, store, budget)
     missing = [prioritized(m, tok) for m in thread[stored:]]
     for m in missing:  # a previous run stopped early: carry on where it stopped
         memory.add_message(m)
@@ -247,7 +262,7 @@ def resume(
         bullet(f"the previous run stopped early: added the {len(missing)} messages it lacked")
     bullet(
         f"the context: {stats.context_messages} messages, {stats.context_tokens:,} of "
-        f"{BUDGET:,} tokens, read back from the store"
+        f"{budget:,} tokens, read back from the store"
     )
     bullet(
         f"the summary it kept: {stats.summarized_messages} older messages in "
@@ -266,7 +281,7 @@ def resume(
     show_recall(recall(context), thread)
 
     banner("The stored session from the command line")
-    argv = ["sessions", "show", SESSION, "--store", f"sqlite:///{where}", "--tail", "3"]
+    argv = ["sessions", "show", session, "--store", f"sqlite:///{where}", "--tail", "3"]
     print(f"$ python -m convomem {' '.join(argv)}")
     from convomem.cli import main as cli
 
@@ -281,16 +296,28 @@ def resume(
     )
 
 
-def db_path(argv: Sequence[str] | None) -> tuple[str, bool]:
+def session_id(budget: int) -> str:
+    """The session of a budget: the default one is ``SESSION``."""
+    return SESSION if budget == BUDGET else f"{SESSION}-{budget}"
+
+
+def options(argv: Sequence[str] | None) -> tuple[str, bool, int]:
+    """``(database path, fresh, budget)`` from the command line."""
     parser = argparse.ArgumentParser(description="The convomem demo (see examples/demo.py).")
     parser.add_argument("--db", help=f"SQLite file of the session (default: {DB_FILE})")
     parser.add_argument("--fresh", action="store_true", help="delete the session, start over")
+    parser.add_argument(
+        "--budget", type=int, default=BUDGET, help=f"the context's tokens (default: {BUDGET})"
+    )
     args = parser.parse_args(argv)
-    return args.db or os.environ.get("CONVOMEM_DEMO_DB") or DB_FILE, args.fresh
+    if args.budget < 200:
+        parser.error(f"--budget={args.budget}: must be at least 200 tokens")
+    return args.db or os.environ.get("CONVOMEM_DEMO_DB") or DB_FILE, args.fresh, args.budget
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    path, fresh = db_path(argv)
+    path, fresh, budget = options(argv)
+    session = session_id(budget)
     thread = from_openai(json.loads(EXAMPLE.read_text()))
     tok = get_tokenizer("approx")
     try:
@@ -299,14 +326,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"demo: cannot open {path}: {exc}", file=sys.stderr)
         return 1
     try:
-        if fresh and db.delete_session(SESSION, user_id=USER):
+        if fresh and db.delete_session(session, user_id=USER):
             print(f"Deleted the session saved in {path}: starting over.")
-        store = db.session(SESSION, user_id=USER)
+        store = db.session(session, user_id=USER)
         info = store.info()
         if info is not None and info.message_count:
-            resume(thread, tok, store, path, info.message_count)
+            resume(thread, tok, store, path, info.message_count, budget)
         else:
-            story(thread, tok, store)
+            story(thread, tok, store, budget)
             print()
             say(
                 f"The session is saved in {path}: run the demo again to resume it "

@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from convomem import from_openai
 from convomem.model import validate_pairs
 
@@ -139,3 +141,22 @@ def test_a_run_cut_short_is_carried_on(tmp_path: Path) -> None:
     _, text = run_demo(tmp_path)
     assert f"added the {len(thread) - 100} messages it lacked" in text
     assert f"messages  {len(thread)} (last seq {len(thread)})" in text
+
+
+def test_the_demo_takes_a_budget_and_keeps_a_session_per_budget(tmp_path: Path) -> None:
+    """``--budget`` (issue 19 §4): the same story under another context size, in its own
+    session, so a default run afterwards starts its own story instead of resuming it."""
+    demo, text = run_demo(tmp_path, "--budget", "4000")
+    assert "the model's context holds 4,000" in " ".join(text.split())
+    assert "== After: ConversationMemory(max_tokens=4,000)" in text
+    after = text.split("== After:")[1]
+    for what in demo.NEEDED:  # at 4,000 tokens every check holds
+        assert f"[x] {what}" in after
+    _, again = run_demo(tmp_path, "--budget", "4000")
+    assert f"== Resumed: session '{demo.SESSION}-4000'" in again
+    _, default = run_demo(tmp_path)
+    assert "== After: ConversationMemory(max_tokens=2,500)" in default
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out), pytest.raises(SystemExit):
+        demo.main(["--db", str(tmp_path / "demo.db"), "--budget", "50"])
+    assert "--budget=50" in out.getvalue()

@@ -130,3 +130,24 @@ class Owner:
 
     def __reduce__(self) -> tuple[type[Owner], tuple[()]]:
         return (Owner, ())
+
+
+def model_spec(name: str, value: object, offline: tuple[str, ...]) -> tuple[str, str]:
+    """A model spec: one of the ``offline`` names, as ``(name, "")``, or
+    ``"openai:MODEL"`` (a model behind an OpenAI-compatible endpoint; the model name may
+    hold colons, ``openai:llama3:8b``), as ``("openai", MODEL)``."""
+    if isinstance(value, str):
+        if value in offline:
+            return value, ""
+        provider, colon, model = value.partition(":")
+        if colon and provider == "openai" and model.strip() == model and model:
+            return provider, model
+    choices = ", ".join([*map(repr, offline), "'openai:MODEL'"])
+    raise ConfigError(f"{name}={bounded_repr(value)}: must be one of {choices}")
+
+
+def http_url(name: str, value: object) -> str:
+    """An ``http://`` or ``https://`` URL."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{name}={bounded_repr(value)}: must be an http:// or https:// URL")
+    return value

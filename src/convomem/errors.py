@@ -55,6 +55,10 @@ class ConfigError(ConvomemError, ValueError):
 class TransientError(ConvomemError):
     """A retryable failure of a store or service (a timeout, a dropped connection)."""
 
+    retry_after: float | None = None
+    """The server's ``Retry-After`` hint in seconds (a 429 or 503 says when to come
+    back), when it gave one; ``retry.wait_retry_after`` honours it."""
+
 
 class ClearIncomplete(TransientError):
     """``clear(keep_system=True)`` on a store without ``truncate`` stopped half-way, and

@@ -1,5 +1,6 @@
 """``convomem serve``: a real process answering the API with a key from ``convomem keys
-create``; the settings of ``--workers`` processes; the error without the extra."""
+create`` and saying where it listens in one line; the settings of ``--workers``
+processes; the error without the extra; one ``--store`` default for every command."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def test_serve_answers_with_a_key_from_keys_create(tmp_path: Path) -> None:
         [sys.executable, "-m", "convomem", "serve", "--store", url, "--port", str(port)],
         env=_env(),
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -62,7 +64,69 @@ def test_serve_answers_with_a_key_from_keys_create(tmp_path: Path) -> None:
         assert "/v1/sessions/{session_id}/context" in spec["paths"]
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        out, err = proc.communicate(timeout=30)
+    # At the default log level: one line, on stderr, that says where and over what.
+    assert out == ""
+    assert err.splitlines() == [
+        f"convomem serve: {base} (1 worker), store {url}, recall in the store (embedder "
+        f"hashing); inspector {base}/inspect, API docs {base}/docs"
+    ]
+
+
+def test_the_start_line_names_recall_and_hides_passwords() -> None:
+    from convomem.cli.serve import start_line
+    from convomem.server import Settings
+
+    pg = Settings(store="postgresql://app:hunter2@db/app", embedder="e5")
+    line = start_line(pg, "0.0.0.0", 80, 4)
+    assert line.startswith("convomem serve: http://0.0.0.0:80 (4 workers), store ")
+    assert "hunter2" not in line and "postgresql://app:***@db/app" in line
+    assert "recall in the store (embedder e5)" in line
+    redis = Settings(store="redis://:pw@cache:6379/0", recall="sqlite:///r.db")
+    assert "recall sqlite:///r.db (embedder hashing)" in start_line(redis, "::1", 8080, 1)
+    assert start_line(redis, "::1", 8080, 1).startswith("convomem serve: http://[::1]:8080 ")
+    alone = Settings(store="redis://cache:6379/0")
+    assert "recall off (the store has no search: --recall URL)" in start_line(alone, "h", 1, 1)
+    assert "recall off;" in start_line(Settings(use_recall=False), "h", 1, 1)
+
+
+def test_the_start_line_is_quiet_under_log_level_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    ran: list[str] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.append(kw["log_level"]))
+    for level, lines in (("warning", 1), ("error", 0)):
+        code, out, err = run("serve", "--store", "sqlite://", "--log-level", level)
+        assert code == 0 and out == "" and len(err.splitlines()) == lines, err
+    assert ran == ["warning", "error"]
+
+
+def test_every_command_has_one_store_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve``, ``keys`` and ``sessions`` without ``--store``: ``$CONVOMEM_STORE``, else
+    ``convomem.db`` in the working directory, said the same way in every help."""
+    from convomem.cli.main import build_parser
+    from convomem.cli.serve import settings_of
+
+    monkeypatch.delenv("CONVOMEM_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    helps = set()
+    for argv in (["serve"], ["keys", "list"], ["sessions", "list"], ["sessions", "sweep"]):
+        assert run(*argv, "--help")[0] == 0
+        text = " ".join(capsys.readouterr().out.split())
+        helps.add(text[text.index("--store URL store URL") :].split(" --", 1)[0])
+    assert helps == {"--store URL store URL (default: $CONVOMEM_STORE, else sqlite:///convomem.db)"}
+    code, out, err = run("sessions", "list")  # no database yet: said, not made
+    assert code == 2 and "no such database file" in err and not (tmp_path / "convomem.db").exists()
+    assert run("keys", "create", "--tenant", "acme")[0] == 0  # the service's keys: convomem.db
+    code, out, err = run("sessions", "list")
+    assert code == 0 and out.splitlines()[-1] == "0 sessions", err
+    assert settings_of(build_parser().parse_args(["serve"])).store == "sqlite:///convomem.db"
+    monkeypatch.setenv("CONVOMEM_STORE", f"sqlite:///{tmp_path / 'env.db'}")
+    assert settings_of(build_parser().parse_args(["serve"])).store.endswith("env.db")
+    assert run("keys", "create", "--tenant", "acme")[0] == 0
+    assert (tmp_path / "env.db").exists()
 
 
 def test_worker_processes_build_the_app_from_the_settings_env(
@@ -97,3 +161,43 @@ def test_the_embedder_option_reaches_the_settings(tmp_path: Path) -> None:
     args = build_parser().parse_args(["serve", "--store", store])
     assert settings_of(args).embedder == "hashing"
     one_line_failure(*run("serve", "--embedder", "bert"))
+
+
+def test_serve_mounts_mcp_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from _server_support import create_key
+    from convomem.cli.main import build_parser
+    from convomem.cli.serve import build_app, settings_of
+
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    key = create_key(store, "acme")
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+
+    def serve(*options: str) -> TestClient:
+        args = build_parser().parse_args(["serve", "--store", store, "--rate", "0", *options])
+        return TestClient(build_app(settings_of(args)))
+
+    with serve() as client:
+        assert client.post("/mcp", json=listing, headers=headers).status_code == 401
+        auth = {**headers, "Authorization": f"Bearer {key}"}
+        r = client.post("/mcp", json=listing, headers=auth)
+        assert r.status_code == 200, r.text
+        names = {t["name"] for t in r.json()["result"]["tools"]}
+        assert "get_context" in names and "erase_user" not in names
+    with serve("--mcp-allow-erase") as client:
+        r = client.post("/mcp", json=listing, headers={**headers, "Authorization": f"Bearer {key}"})
+        assert "erase_user" in {t["name"] for t in r.json()["result"]["tools"]}
+    with serve("--no-mcp") as client:
+        assert client.post("/mcp", json=listing, headers=headers).status_code == 404
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with serve() as client:
+        assert client.post("/mcp", json=listing, headers=headers).status_code == 404
+        assert client.get("/healthz").status_code == 200
+    assert "/mcp is off" in capsys.readouterr().err

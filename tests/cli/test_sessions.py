@@ -48,6 +48,44 @@ def test_list_pages_with_a_cursor_or_all(url: str) -> None:
     assert [s["session_id"] for s in json.loads(out3)["sessions"]] == ["s3", "s2", "s1"]
 
 
+def test_an_empty_listing_says_which_tenants_hold_sessions(url: str) -> None:
+    """A store written by the service has its sessions under the keys' tenants: a listing
+    without ``--tenant`` that finds nothing says so, by name and count only."""
+    hint = "(--tenant NAME lists them)"
+    with opened(url) as db:
+        assert sessions("list", "--store", url)[1].splitlines()[-1] == "0 sessions"  # none
+        db.session("s1", user_id="u1", tenant="acme").append([msg(1, "secret 1")])
+        db.session("s2", user_id="u2", tenant="acme").append([msg(1)])
+        db.session("s3", user_id="u1", tenant="globex").append([msg(1)])
+    code, out, err = sessions("list", "--store", url)
+    assert code == 0, err
+    assert out.splitlines()[-1] == (
+        f"0 sessions; 3 sessions under other tenants: 'acme' (2), 'globex' (1) {hint}"
+    )
+    assert "s1" not in out and "secret" not in out and "u1" not in out
+    _, out, _ = sessions("list", "--store", url, "--user", "u1")
+    assert out.splitlines()[-1] == (
+        f"0 sessions; 2 sessions under other tenants: 'acme' (1), 'globex' (1) {hint}"
+    )
+    _, out, _ = sessions("list", "--store", url, "--tenant", "nobody")
+    assert out.splitlines()[-1].startswith("0 sessions of tenant 'nobody'; 3 sessions under")
+    _, out, _ = sessions("list", "--store", url, "--tenant", "acme")  # found: no hint
+    assert out.splitlines()[-1] == "2 sessions of tenant 'acme'"
+    _, out, _ = sessions("list", "--store", url, "--json")  # the JSON keeps its shape
+    assert json.loads(out) == {"sessions": [], "next_cursor": None}
+    with opened(url) as db:
+        db.session("s4", user_id="u2").append([msg(1)])
+    _, out, _ = sessions("list", "--store", url, "--tenant", "globex", "--user", "u2")
+    assert out.splitlines()[-1] == (
+        "0 sessions of tenant 'globex'; 2 sessions under other tenants: no tenant (1), "
+        "'acme' (1) (--tenant NAME lists them)"
+    )
+    with opened(url) as db:
+        db.session("s5", user_id="u9").append([msg(1)])
+    _, out, _ = sessions("list", "--store", url, "--tenant", "acme", "--user", "u9")
+    assert out.splitlines()[-1].endswith("no tenant (1) (drop --tenant to list them)")
+
+
 def test_show_record_and_messages(url: str) -> None:
     fill(url)
     code, out, err = sessions("show", "s1", "--store", url)
@@ -135,9 +173,10 @@ def test_store_url_errors_are_one_line_and_hide_passwords(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CONVOMEM_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)  # the default store, sqlite:///convomem.db, is not there
     code, out, err = sessions("list")
     one_line_failure(code, out, err)
-    assert "--store" in err and "CONVOMEM_STORE" in err
+    assert "--store 'sqlite:///convomem.db': no such database file" in err
     for url in (
         "nosuch://u:hunter2@host/db",
         "redis://u:hunter2@127.0.0.1:1/0",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -179,8 +180,11 @@ def test_the_plot_title_names_budget_and_prices(tmp_path: Path) -> None:
             "--price-in", "3", "--price-cached", "0.3", "--plot", str(svg),
         )  # fmt: skip
     assert code == 0, err
-    text = svg.read_text()
-    assert "budget 1,500 tokens" in text and "$3/M input, $0.3/M cached" in text
+    # The drawn text elements, not the comments matplotlib leaves with the source string:
+    # a title read as mathtext ("$3/M input, $" is a formula) draws "3/Minput," instead.
+    drawn = re.findall(r"<text\b[^>]*>([^<]*)</text>", svg.read_text())
+    assert "Cumulative cost per strategy, budget 1,500 tokens" in drawn
+    assert "$3/M input, $0.3/M cached" in drawn
     assert plot_title(1500, 3, 0.3).splitlines() == [
         "Cumulative cost per strategy, budget 1,500 tokens",
         "$3/M input, $0.3/M cached",

@@ -91,3 +91,21 @@ async def test_chat_deltas_and_a_failed_upstream(client: AsyncClient, fake: Fake
         async for _ in failed:
             pass
     assert [m["role"] async for m in client.iter_messages("s")] == ["user", "assistant", "user"]
+
+
+async def test_facts_by_id_in_the_async_twin(client: AsyncClient) -> None:
+    await client.create_session("u1", id="s")
+    await client.append("s", [{"role": "user", "content": "I live in Lisbon."}])
+    (city,) = (await client.facts("u1"))["current"]
+    fixed = await client.update_fact("u1", city["id"], value="Porto")
+    assert (await client.fact("u1", city["id"]))["current"] is False
+    job = await client.add_fact("u1", "job", "nurse", subject="user")
+    current = {f["attribute"]: f["value"] for f in (await client.facts("u1"))["current"]}
+    assert current == {"city": "Porto", "job": "nurse"}
+    await client.delete_fact("u1", job["id"])
+    every = await client.facts("u1", history=True)
+    assert [f["id"] for f in every["history"]] == [city["id"], fixed["id"]]
+    with pytest.raises(SessionMoved):
+        await client.delete_fact("u1", fixed["id"], if_match=every["version"] - 1)
+    with pytest.raises(NotFound):
+        await client.update_fact("u1", job["id"], value="pilot")

@@ -182,3 +182,36 @@ def test_bad_arguments_raise_before_any_request() -> None:
         _ops.message_dicts({"role": "user", "content": "x"})
     with pytest.raises(ConfigError, match="content="):
         _ops.chat_request("s1", "hi", {"role": "user", "content": "hi"}, None, None)
+
+
+def test_fact_writes_carry_if_match_and_are_retried() -> None:
+    fact = {"id": "f_1", "value": "Porto"}
+    script = Script(answer(503, {}), answer(201, fact))
+    body = _ops.fact_body(attribute="city", value="Porto", subject=None)
+    assert drive(_ops.fact_write("POST", "u/1", None, body, 4, 2), script) == fact
+    first, second = script.requests
+    assert first == second and first.headers == {"If-Match": '"4"'}
+    assert first.path == "/v1/users/u%2F1/facts" and first.json == {
+        "attribute": "city",
+        "value": "Porto",
+    }
+    script = Script(answer(204))
+    assert drive(_ops.fact_write("DELETE", "u", "f_1", None, None, 0), script) == {}
+    assert script.requests[0].path == "/v1/users/u/facts/f_1" and script.requests[0].headers == {}
+    script = Script(problem(409, "precondition-failed", field="If-Match", value=4))
+    script.answers[0] = Response(409, {"etag": '"7"'}, script.answers[0].body)
+    with pytest.raises(SessionMoved) as moved:
+        drive(_ops.fact_write("PATCH", "u", "f_1", {"value": "x"}, 4, 2), script)
+    assert moved.value.actual == 7 and len(script.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("if_match", "fields"),
+    [(-1, {}), (True, {}), ("3", {}), (None, {"value": 3})],
+)
+def test_bad_fact_arguments_raise_before_any_request(if_match: Any, fields: Any) -> None:
+    script = Script()
+    with pytest.raises(ConfigError):
+        body = _ops.fact_body(**fields)
+        drive(_ops.fact_write("POST", "u", None, body, if_match, 0), script)
+    assert script.requests == []

@@ -174,3 +174,31 @@ def test_users_facts_recall_and_erasure(client: Client, svc: Service) -> None:
         client.session(sid)
     with pytest.raises(NotFound):
         client.facts(user)
+
+
+def test_facts_are_set_corrected_and_deleted_by_id(client: Client, svc: Service) -> None:
+    user = f"user-{next(_n)}"
+    sid = fresh(client, user)
+    client.append(sid, [{"role": "user", "content": "My email is ana@old.example"}])
+    (email,) = client.facts(user)["current"]
+    fixed = client.update_fact(user, email["id"], value="ana@new.example")
+    assert fixed["value"] == "ana@new.example" and fixed["manual"] and fixed["set_by"]
+    every = client.facts(user, history=True)
+    assert [f["value"] for f in every["history"]] == ["ana@old.example", "ana@new.example"]
+    assert client.fact(user, email["id"])["current"] is False
+    added = client.add_fact(user, "city", "Porto", if_match=every["version"])
+    assert added["statement"] == "city: Porto"
+    with pytest.raises(SessionMoved) as moved:  # a ConcurrentUpdate: the facts moved
+        client.add_fact(user, "city", "Faro", if_match=every["version"])
+    assert isinstance(moved.value, ConcurrentUpdate)
+    assert moved.value.actual == client.facts(user)["version"]
+    client.delete_fact(user, added["id"])
+    assert {f["attribute"] for f in client.facts(user)["current"]} == {"email"}
+    with pytest.raises(NotFound):
+        client.delete_fact(user, added["id"])
+    with pytest.raises(RequestInvalid) as bad:
+        client.update_fact(user, fixed["id"], value="")
+    assert bad.value.field == "value"
+    with Client(svc.url, svc.other_key, http=svc.http) as other, pytest.raises(NotFound):
+        other.update_fact(user, fixed["id"], value="x@y.z")  # another tenant: no such user
+    assert client.facts(user)["current"][0]["value"] == "ana@new.example"

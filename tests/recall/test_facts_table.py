@@ -44,6 +44,8 @@ def test_facts_round_trip_supersession_and_scope(fresh_url: Callable[[], str]) -
         assert "m1" in again and "m2" in again  # read once: no session re-extracts them
         assert idx.facts("bob").version == 0  # another user: nothing
         assert idx.facts("ana", tenant="t2").version == 0  # another tenant: nothing
+        assert idx.facts_version("ana") == 2 and idx.facts_version("bob") == 0
+        assert idx.facts_version("ana", tenant="t2") == 0
 
 
 def test_save_is_compare_and_set(fresh_url: Callable[[], str]) -> None:
@@ -99,8 +101,10 @@ def test_async_twin(fresh_url: Callable[[], str]) -> None:
                 await idx.save_facts("ana", FactHistory(), expected_version=0)
             got = await idx.facts("ana")
             assert [f.value for f in got.current()] == ["Lisbon"]
+            assert await idx.facts_version("ana") == 1
             await idx.erase_user("ana")
             assert (await idx.facts("ana")).version == 0
+            assert await idx.facts_version("ana") == 0
             await idx.aclose()
         finally:
             await db.aclose()

@@ -50,6 +50,7 @@ def test_message_keys_are_the_text_first_then_distinct_others() -> None:
         "As a pharmacist, I am on my feet a lot.",
         "Can you find me good shoes?",
         f"Hi there\n{text}",
+        "my job is pharmacist",  # "As a pharmacist": the offline rules read a job
     ]
     assert message_keys("Thanks! See you.", None, KINDS) == ["Thanks! See you."]
     said = "Just so you know, I eat vegan. Any soup ideas?"

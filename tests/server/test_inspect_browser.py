@@ -10,20 +10,20 @@ screenshots (into ``docs/img/``, which the README shows, only with
 messages through the API and waits for the page to show them without a reload.
 
 ``scripts/ensure-chromium.sh`` installs chromium when it is missing (``make test`` runs
-it first; the fixture runs it too). A browser or server that cannot start FAILS the test.
+it first; the ``browser`` fixture of conftest.py runs it too). A browser or server that
+cannot start FAILS the test.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from _servers_app import create_key, spawn_replicas, wait_ready
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
@@ -33,7 +33,6 @@ from convomem.session.turn_records import TURN_KEY, record_turn
 from convomem.stores import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "docs" / "img" if os.environ.get("CONVOMEM_SCREENSHOTS") == "1" else None
 BUDGET = 900
 PRICE = {"input": 3.0, "cached_input": 0.3, "output": 15.0}  # per million tokens
@@ -43,20 +42,6 @@ TEXT = (
     "the parcel was delayed again and we talked about shipping options while support "
     "checked the queue"
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    done = subprocess.run(
-        ["sh", str(ROOT / "scripts" / "ensure-chromium.sh")], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-background-networking"]
-        )
-        yield b
-        b.close()
 
 
 @pytest.fixture
@@ -185,4 +170,55 @@ def test_inspector_in_chromium(browser: Browser, service: tuple[str, str], tmp_p
     assert all(
         (shots / f"inspector{s}.png").stat().st_size > 0 for s in ("", "-facts", "-timeline")
     )
+    page.close()
+
+
+def test_the_facts_correction_form_in_chromium(browser: Browser, service: tuple[str, str]) -> None:
+    base, store = service
+    key = create_key(store, "acme")
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert api.post("/v1/sessions", json={"id": "s1", "user_id": "dana"}).status_code == 201
+    said = [{"role": "user", "content": "I live in Lisbon. My email is dana@old.example"}]
+    assert api.post("/v1/sessions/s1/messages", json={"messages": said}).status_code == 201
+
+    page = browser.new_page()
+    page.goto(f"{base}/inspect/s1?key={key}")  # the cookie login, then the session page
+    page.click("a[data-facts-link]")
+    page.wait_for_selector("tr[data-fact-id]")
+    assert page.url.endswith("/inspect/users/dana/facts")
+    city = 'tr[data-fact="city"][data-current="true"]'
+    page.fill(f'{city} input[name="value"]', "Faro")
+    page.click(f'{city} button:has-text("correct")')
+    page.wait_for_selector("[data-notice]")
+    assert "corrected: city: Faro" in (page.text_content("[data-notice]") or "")
+    assert page.locator(f"{city} td").nth(2).text_content() == "Faro"
+    assert page.locator(f'{city}[data-manual="true"]').count() == 1
+    old = 'tr[data-fact="city"][data-current="false"]'
+    assert page.locator(f"{old} td").nth(2).text_content() == "Lisbon"
+    facts = api.get("/v1/users/dana/facts?history=true").json()
+    assert [(f["value"], f["current"]) for f in facts["history"] if f["attribute"] == "city"] == [
+        ("Lisbon", False),
+        ("Faro", True),
+    ]
+
+    page.click('tr[data-fact="email"] button:has-text("delete")')
+    page.wait_for_selector("[data-notice]")
+    assert page.locator('tr[data-fact="email"]').count() == 0
+    page.fill('form.add input[name="attribute"]', "job")
+    page.fill('form.add input[name="value"]', "nurse")
+    page.click("form.add button")
+    page.wait_for_selector('tr[data-fact="job"][data-current="true"]')
+    current = {
+        f["attribute"]: f["value"] for f in api.get("/v1/users/dana/facts").json()["current"]
+    }
+    assert current == {"city": "Faro", "job": "nurse"}
+
+    page.fill(f'{city} input[name="value"]', "   ")  # blank: the problem is shown, nothing saved
+    page.click(f'{city} button:has-text("correct")')
+    page.wait_for_selector("[data-error]")
+    assert "value" in (page.text_content("[data-error]") or "")
+    assert {f["value"] for f in api.get("/v1/users/dana/facts").json()["current"]} == {
+        "Faro",
+        "nurse",
+    }
     page.close()

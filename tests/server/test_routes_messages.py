@@ -144,3 +144,5 @@ def test_a_smaller_budget_leaves_the_oldest_kept_messages_out(
     assert small["context"][-1] == turns[-1]
     assert len(small["accounting"]["kept"]) == len(small["context"])
     assert "budget" in small["accounting"]["why"]
+    assert small["accounting"]["tokens"] <= small["accounting"]["budget"] == 60
+    assert small["accounting"]["tokens"] < full["accounting"]["tokens"]

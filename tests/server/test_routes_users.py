@@ -99,7 +99,7 @@ def test_facts_current_and_history_and_recall_in_a_context(
     _seed(client, h, "s1", "ana", [])
     msgs = {"messages": [*first, *filler, {"role": "user", "content": "I moved to Porto."}]}
     assert client.post("/v1/sessions/s1/messages", json=msgs, headers=h).status_code == 201
-    facts = client.get("/v1/users/ana/facts", headers=h).json()
+    facts = client.get("/v1/users/ana/facts", params={"history": "true"}, headers=h).json()
     current = {f["attribute"]: f["value"] for f in facts["current"]}
     assert current["city"] == "Porto" and current["allergy:peanuts"] == "yes"
     cities = [f["value"] for f in facts["history"] if f["attribute"] == "city"]

@@ -4,17 +4,22 @@ reported, now with the behaviour the guarantees promise."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from convomem.errors import ClearIncomplete, TransientError
+from convomem import open_store
+from convomem.errors import ClearIncomplete, ConfigError, TransientError
 from convomem.formats.anthropic import from_anthropic
 from convomem.formats.openai import from_openai, to_openai
 from convomem.model import Message, ToolResultBlock, ToolUseBlock, validate_pairs
+from convomem.recall.drift import DriftDetector
 from convomem.session import COMPRESSED_KEY, ConversationMemory
 from convomem.session.view import STAND_IN
 from convomem.stores import InMemoryStore
+from convomem.summaries import RunningSummary
 from convomem.tokens import get_tokenizer
 from convomem.views.budget import REPLY_PRIMING_TOKENS
 from convomem.views.window import History
@@ -309,3 +314,33 @@ def test_the_stand_in_is_budgeted_with_the_given_tokenizer_too() -> None:
     request = mem.context("anthropic")
     assert request["messages"][0]["content"] == STAND_IN.content
     assert mem.stats().context_tokens > 4 + 3
+
+
+def test_a_derived_id_the_cleared_log_held_is_stored_once() -> None:
+    """After ``clear()`` the store's next seq is past the log's newest (seqs are never
+    reused): the append's answer once looked like a replay and the message was stored
+    again under a fresh id."""
+    db = open_store("sqlite://")
+    mem = ConversationMemory(store=db.session("s"))
+    hi = Message("~lc_a", "user", content="hi")
+    mem.add_message(hi)
+    mem.clear(False)
+    mem.add_message(hi)
+    assert [m.id for m in mem.messages()] == ["~lc_a"]
+    mem.add_message(hi)  # a second "hi" now: a fresh id
+    assert len({m.id for m in mem.messages()}) == 2
+
+
+@pytest.mark.parametrize("kind", ["summary", "drift"])
+def test_a_stateful_part_serves_one_memory(kind: str) -> None:
+    """A RunningSummary (or DriftDetector) holds one conversation: shared by two memories
+    it put one user's summary and facts into the other's context and stored state."""
+    db = open_store("sqlite://")
+    part: Any = RunningSummary(reserve=200) if kind == "summary" else DriftDetector()
+    option = {"summarizer": part} if kind == "summary" else {"drift": part}
+    first = ConversationMemory(2000, store=db.session("a", user_id="u1"), **option)
+    with pytest.raises(ConfigError, match=r"summarizer=|drift="):
+        ConversationMemory(2000, store=db.session("b", user_id="u2"), **option)
+    del first  # the owner is gone: the part is free again
+    gc.collect()
+    ConversationMemory(2000, store=db.session("b", user_id="u2"), **option)

@@ -19,6 +19,7 @@ Sizes are modest by default; ``CONVOMEM_STORE_EXAMPLES`` sets the hypothesis exa
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import itertools
@@ -522,6 +523,9 @@ def test_ttl_policies(open_db: Opener, refresh: str) -> None:
     assert other.load_state() == (None, 0) and other.last_seq() == 0
     listed = {i.session_id for i in db.sessions(user_id="u")[0]}
     assert listed == ({"s"} if refresh == "read" else set())
+    assert db.tenant_counts(user_id="u") == ({None: 1} if refresh == "read" else {})
+    assert db.tenant_counts() == db.tenant_counts(user_id="u")
+    assert db.tenant_counts(user_id="nobody") == {}
     other.append([msg(5)])  # writing to an expired session starts a fresh one
     assert other.get_items() == [msg(5)] and other.entries()[0][0].seq == 1
     assert db.sweep() == (0 if refresh == "read" else 1)
@@ -700,6 +704,8 @@ def test_tenants_never_see_each_other(open_db: Opener, writes: list[Any]) -> Non
             else:
                 s.append(new, state={"t": tenant}, expected_version=0)
             model.setdefault((tenant, sid), []).extend(new)
+        # counts per tenant, and nothing else of the other tenants
+        assert db.tenant_counts() == dict(collections.Counter(t for t, _ in model))
         for tenant in (None, "A", "B"):
             listed = sorted(i.session_id for i in walk_sessions(db, tenant=tenant))
             assert listed == sorted(sid for t, sid in model if t == tenant)

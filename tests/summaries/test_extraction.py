@@ -155,7 +155,48 @@ def test_my_name_is_states_a_name_not_a_preference():
 
     for text, name in [("My name is Ada.", "Ada"), ("my name is bob", "bob")]:
         kinds = [(f.kind, f.value) for f in extract_facts(text)]
-        assert ("name", name) in kinds
+        assert ("self", name) in kinds  # the user's own: it outranks every other name
         assert not any(k == "preference" for k, _ in kinds)
+        tool = [(f.kind, f.value) for f in extract_facts(text, preferences=False)]
+        assert ("name", name) in tool  # not the user's words: a name like any other
     other = extract_facts("My name is Ada and my favourite colour is blue.")
     assert [f.value for f in other if f.kind == "preference"] == ["my favourite colour is blue"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I moved to Accra last year.", [("place", "Accra")]),
+        ("We flew from Lisbon to Denver.", [("place", "Lisbon"), ("place", "Denver")]),
+        ("Ship it to 1550 Larimer St, Denver.", [("place", "Larimer St"), ("place", "Denver")]),
+        ("I talked to Ada yesterday.", [("name", "Ada")]),  # "to" alone is no place
+        ("Call me Bea.", [("self", "Bea")]),
+        ("Don't call me Bob.", [("name", "Bob")]),  # a refusal, not their name
+        ("Yep John, aww, my daughter Sara's party.", [("name", "John"), ("name", "Sara")]),
+    ],
+)
+def test_places_and_the_users_own_name_are_told_from_other_names(text, expected):
+    from convomem.summaries.facts import extract_facts
+
+    got = [(f.kind, f.value) for f in extract_facts(text) if f.kind in ("self", "name", "place")]
+    assert got == expected
+
+
+def test_the_ledger_never_trades_the_users_name_for_a_place():
+    """Issue 19: "name: Accra" in place of "My name is Dana Okafor" as the chat grew."""
+    from convomem.model import Message
+    from convomem.summaries.facts import FactLedger
+    from convomem.tokens import get_tokenizer
+
+    tok = get_tokenizer("approx")
+    for budget in (30, 60, 120):
+        ledger = FactLedger(budget=budget)
+        ledger.add_messages([Message("n", "user", content="Hi, my name is Dana Okafor.")])
+        for i, place in enumerate(["Accra", "Lagos", "Kumasi", "Tamale", "Cape Coast"] * 8):
+            ledger.add_messages(
+                [Message(f"p{i}", "user", content=f"We drove to {place} and met Kofi{i}.")]
+            )
+        text = ledger.render(budget)
+        assert tok.count(text) <= budget
+        assert "the user's name: Dana Okafor" in text, text
+    assert FactLedger().render(5) == ""  # nothing fits: nothing, not a bare header

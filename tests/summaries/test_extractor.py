@@ -57,7 +57,7 @@ def test_every_development_set_expectation_is_extracted_exactly():
         ("I'm employed by Acme Corp.", {("employer", "Acme Corp")}),
         # not a diet, not an employer
         ("I eat vegetables a lot.", set()),
-        ("I left Austin and moved to Lyon.", set()),
+        ("I left Austin and moved to Lyon.", {("city", "Lyon")}),
         ("I started at nine and left at noon.", set()),
     ],
 )  # fmt: skip

@@ -19,6 +19,7 @@ from hypothesis.stateful import (
 
 from convomem.errors import ConfigError
 from convomem.model import Message, ToolResultBlock
+from convomem.summaries._fact import label
 from convomem.summaries.facts import (
     FACTS_HEADER,
     KIND_VALUE,
@@ -41,7 +42,14 @@ class Row:
     tier: int
 
     def rank(self) -> tuple[int, int, int]:
-        return (self.tier, KIND_VALUE[self.fact.kind] + min(self.mentions - 1, 2), self.seq)
+        words = ("never", "don't", "do not", "allerg", "avoid")
+        bump = 0
+        if self.fact.kind == "preference":
+            if any(w in self.fact.value.lower() for w in words):
+                bump = 2
+            elif any(c.isdigit() for c in self.fact.value):
+                bump = 1
+        return (self.tier, KIND_VALUE[self.fact.kind] + bump + min(self.mentions - 1, 2), self.seq)
 
 
 class Model:
@@ -81,7 +89,7 @@ class Model:
     def estimate(self, rows: list[Row], omitted_line: bool) -> int:
         c = self.count
         total = c(FACTS_HEADER + "\n") + sum(self.cost(r.fact) for r in rows)
-        total += sum(c(f"- {k}: ") + c("\n") for k in {r.fact.kind for r in rows})
+        total += sum(c(label(k)) + c("\n") for k in {r.fact.kind for r in rows})
         if omitted_line:
             total += c(f"\n({self.max_facts} more facts omitted)")
         return int(total)
@@ -100,14 +108,13 @@ class Model:
             chosen = ranked[:k]
         # Then shortened, lowest rank first, while the real rendering is over budget.
         chosen.sort(key=Row.rank)
-        while True:
+        while chosen:  # nothing at all rather than a bare "omitted" note
             facts = tuple(r.fact for r in sorted(chosen, key=lambda r: r.seq))
             omitted = len(rows) - len(facts)
             if self.count(render_facts(facts, omitted)) <= budget:
                 return facts, omitted
-            if not chosen:
-                return (), 0
             chosen.pop(0)
+        return (), 0
 
 
 # -- strategies --------------------------------------------------------------------------

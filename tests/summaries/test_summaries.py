@@ -300,10 +300,22 @@ def test_extractive_folds_the_previous_summary_in() -> None:
     assert ExtractiveSummarizer()([Message("x", "user", content="   ")], None) == ""
 
 
-def test_extractive_clips_a_huge_sentence_instead_of_dropping_it() -> None:
+def test_extractive_keeps_a_huge_sentence_whole_or_leaves_it_out() -> None:
+    """Never cut where a value is: a sentence over half the budget is read as its
+    clauses, and a clause that cannot fit is left out whole; one with no value at all
+    is shown by its first words and "…"."""
     big = " ".join(f"word{i}" for i in range(500))
     out = ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=big)])
-    assert out and APPROX.count(out) <= 30 and out.endswith(summaries_mod.TRUNCATION_MARKER)
+    assert out.startswith("user: word0 word1") and out.endswith(" …")  # no value: its start
+    with_value = big.replace("word250", "order 4417")
+    out = ExtractiveSummarizer(max_tokens=30)([Message("b", "user", content=with_value)])
+    assert out == ""  # a value in it, no clause to keep whole: left out, not cut
+    long = "Refund R-4417-1 of $14.95 is approved, " + ", ".join(
+        f"and item {i} was checked" for i in range(30)
+    )
+    out = ExtractiveSummarizer(max_tokens=40)([Message("a", "assistant", content=long)])
+    assert "Refund R-4417-1 of $14.95 is approved" in out
+    assert summaries_mod.TRUNCATION_MARKER not in out and APPROX.count(out) <= 40
 
 
 @settings(max_examples=60, deadline=None)

@@ -78,7 +78,7 @@ def test_switched_from_a_to_b_supersedes_whatever_fact_holds_a(twin: str):
     "text",
     [
         "I switched from Lyon to Nice.",  # no fact holds Lyon
-        "I moved from Porto to Faro.",  # two facts hold Porto: which one is unknowable
+        "I switched from Porto to Faro.",  # two facts hold Porto: which one is unknowable
         "I went from 2 to 3 sessions a week.",  # a bare number: many attributes could hold it
         "The bus went from Porto to Faro.",  # not the user's change
     ],
@@ -94,6 +94,78 @@ def test_a_change_whose_old_value_is_not_one_fact_changes_nothing(text: str):
     before = h.history()
     h.add_messages([said("b", text, 2.0)])
     assert h.history() == before
+
+
+def test_a_move_states_the_city_and_only_the_city():
+    """ "I moved from Porto to Faro" says the city; the favourite city also held Porto but
+    the move is not about it."""
+    h = FactHistory()
+    h.add_messages([said("a", "I live in Porto. My favourite city is Porto.", 1.0)])
+    h.add_messages([said("b", "I moved from Porto to Faro.", 2.0)])
+    assert {(f.attribute, f.value) for f in h.current()} == {
+        ("city", "Faro"),
+        ("favourite city", "Porto"),
+    }
+    assert [(f.value, f.valid_to) for f in h.history("city")] == [("Porto", 2.0), ("Faro", None)]
+
+
+def test_a_move_from_an_unknown_city_files_it_as_the_value_before():
+    h = FactHistory()
+    h.add_messages([said("a", "I moved from Lisbon to Porto last month.", 5.0)])
+    assert [(f.value, f.valid_from, f.valid_to) for f in h.history("city")] == [
+        ("Lisbon", None, 5.0),
+        ("Porto", 5.0, None),
+    ]
+    assert h.get("city", as_of=1.0).value == "Lisbon"  # type: ignore[union-attr]
+    back = FactHistory.from_state(json.loads(json.dumps(h.state())))
+    assert back.history("city") == h.history("city")
+
+
+@pytest.mark.parametrize(
+    ("before", "fix", "attribute", "value"),
+    [
+        ("My zip code is 80203.", "Sorry, typo: it's 80202, not 80203.", "zip code", "80202"),
+        ("My apartment is 24.", "Correction, it's apartment 9B.", "apartment", "9B"),
+        ("I'm Maya Chan.", "Sorry, I misspelled it: it's Maya Chen.", "name", "Maya Chen"),
+        ("My email is m@old.io", "Actually, use m@new.io instead.", "email", "m@new.io"),
+    ],
+)
+def test_a_correction_replaces_what_the_previous_message_said(before, fix, attribute, value):
+    h = FactHistory()
+    h.add_messages([said("a", before, 1.0), Message("r", "assistant", content="Noted.")])
+    h.add_messages([said("b", fix, 2.0)])
+    now = h.get(attribute)
+    assert now is not None and (now.value, now.message_id) == (value, "b")
+    assert len(h.history(attribute)) == 2
+
+
+@pytest.mark.parametrize(
+    "fix",
+    [
+        "Actually, it's fine.",  # no value
+        "Sorry, it's 12.",  # the previous message stated no number
+        "Correction: my city is Rome.",  # states its own fact: that is what it says
+    ],
+)
+def test_a_correction_that_fits_nothing_changes_nothing(fix):
+    h = FactHistory()
+    h.add_messages([said("a", "My name is Ada.", 1.0), said("b", fix, 2.0)])
+    assert h.get("name").value == "Ada"  # type: ignore[union-attr]
+    assert len(h.history("name")) == 1
+
+
+def test_a_correction_only_reaches_back_one_user_message():
+    h = FactHistory()
+    h.add_messages([said("a", "My zip is 80203.", 1.0), said("b", "How are you?", 2.0)])
+    h.add_messages([said("c", "Sorry, typo: it's 80202.", 3.0)])
+    assert h.get("zip").value == "80203"  # type: ignore[union-attr]
+
+
+def test_a_shorter_restatement_is_not_a_change():
+    h = FactHistory()
+    h.add_messages([said("a", "My dog Biscuit is a beagle.", 1.0)])
+    h.add_messages([said("b", "My dog Biscuit is sick.", 2.0)])
+    assert [f.value for f in h.history("dog:biscuit")] == ["Biscuit, a beagle"]
 
 
 def test_the_same_value_again_changes_nothing_and_a_late_older_value_is_history():
@@ -165,11 +237,12 @@ def test_user_facts_outrank_tool_amounts_in_a_tight_render():
     prices = {f"item_{i}_price": f"${i}.99" for i in range(30)}
     h.add_messages([Message("t", "tool", content=json.dumps(prices), created_at=2.0)])
     tok = get_tokenizer("approx")
-    for budget in (30, 60, 200):
+    for budget in (30, 60, 150):
         text = h.render(budget)
         assert tok.count(text) <= budget
         assert "allergic to: peanuts" in text
         assert "omitted" in text
+    assert "omitted" not in h.render(tok.count(h.render()))  # all of it fits: all of it
     assert h.render(None).count("\n- ") == 31
     assert h.render(1) == ""
     assert FactHistory().render() == ""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
+from .store_option import add_store_option, store_url
 
 __all__ = ["add_parser"]
 
@@ -28,12 +28,7 @@ def add_parser(sub: Any) -> None:
     def command(name: str, help: str, func: Callable[..., int]) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = cmds.add_parser(name, help=help, description=help)
         p.set_defaults(func=func)
-        p.add_argument(
-            "--store",
-            metavar="URL",
-            default=None,
-            help="store URL (default: $CONVOMEM_STORE, else sqlite:///convomem.db)",
-        )
+        add_store_option(p)
         return p
 
     p = command("create", "make a key of a tenant; prints it once, on the last line", cmd_create)
@@ -47,10 +42,9 @@ def add_parser(sub: Any) -> None:
 
 def _with_keys(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]]) -> T:
     from ..server.keys import KeyStore
-    from ..server.settings import DEFAULT_STORE
     from ..stores import aopen_store
 
-    url = args.store or os.environ.get("CONVOMEM_STORE") or DEFAULT_STORE
+    url = store_url(args)
 
     async def run() -> T:
         db = await aopen_store(url)

@@ -17,7 +17,7 @@ from .. import __version__, _check
 from ..errors import ConvomemError
 from ..model import PinSpec, check_pins
 from ..tokens import Tokenizer, get_tokenizer
-from . import commands, keys, serve, sessions
+from . import commands, keys, mcp_stdio, serve, sessions
 from .catalog import STRATEGIES, STRATEGY_NAMES
 from .readers import INPUT_FORMATS
 from .render import SafeText, one_line
@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     common("estimate", "total tokens and which common budgets it fits", commands.cmd_estimate)
     sessions.add_parser(sub, count, positive)
     serve.add_parser(sub)
+    mcp_stdio.add_parser(sub)
     keys.add_parser(sub)
     return parser
 

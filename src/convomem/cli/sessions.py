@@ -3,8 +3,9 @@ sessions from the command line.
 
 Every command works on any URL ``open_store`` accepts (``sqlite:///chat.db``, and the
 other backends as they are built), through the ``StoreDatabase`` and ``SessionStore``
-protocols only. ``--store`` defaults to ``$CONVOMEM_STORE``. ``--tenant`` names the
-scope (default: none); a listing or an export covers one tenant. A URL is never shown
+protocols only. ``--store`` defaults as for every command (``store_option``). ``--tenant`` names the
+scope (default: none); a listing or an export covers one tenant, and a listing that finds
+nothing says how many sessions other tenants hold, by name. A URL is never shown
 with its password. Commands that read refuse a SQLite file that does not exist rather
 than create an empty one. The export format is ``convomem.sessions/1``
 (``convomem.cli.transfer``).
@@ -24,7 +25,7 @@ from ..stores.database import SessionInfo
 from ..stores.expiry import expired
 from .importing import cmd_import
 from .render import SafeText, dump_json, plural, preview, table
-from .store_option import ENV_STORE, opened
+from .store_option import add_store_option, opened
 from .transfer import cmd_export
 
 Out = TextIO | SafeText
@@ -46,12 +47,7 @@ def add_parser(
     ) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = cmds.add_parser(name, help=help, description=help)
         p.set_defaults(func=func)
-        p.add_argument(
-            "--store",
-            metavar="URL",
-            default=None,
-            help=f"store URL, e.g. sqlite:///sessions.db (default: ${ENV_STORE})",
-        )
+        add_store_option(p)
         p.add_argument("--tenant", default=None, help=tenant)
         return p
 
@@ -103,9 +99,7 @@ def add_parser(
     help = "delete the expired sessions (of every tenant), e.g. from cron"
     p = cmds.add_parser("sweep", help=help, description=help)
     p.set_defaults(func=cmd_sweep)
-    p.add_argument(
-        "--store", metavar="URL", default=None, help=f"store URL (default: ${ENV_STORE})"
-    )
+    add_store_option(p)
     return top
 
 
@@ -130,6 +124,7 @@ def _info_dict(info: SessionInfo) -> dict[str, Any]:
 def cmd_list(args: argparse.Namespace, out: Out) -> int:
     """A table (or JSON) of sessions, newest first; the next page's cursor at the end."""
     found: list[SessionInfo] = []
+    elsewhere: dict[str | None, int] = {}
     with opened(args) as db:
         cursor = args.cursor
         while True:
@@ -139,6 +134,9 @@ def cmd_list(args: argparse.Namespace, out: Out) -> int:
             found += [s for s in page if not expired(s)]  # past their own TTL: gone
             if not args.all or cursor is None:
                 break
+        if not found and args.cursor is None and not args.json:
+            counts = db.tenant_counts(user_id=args.user)
+            elsewhere = {t: n for t, n in counts.items() if t != args.tenant}
     if args.json:
         dump_json({"sessions": [_info_dict(s) for s in found], "next_cursor": cursor}, out)
         return 0
@@ -157,9 +155,23 @@ def cmd_list(args: argparse.Namespace, out: Out) -> int:
     header = ("session", "user", "messages", "last seq", "created", "updated", "expires")
     table(rows, header, out)
     scope = "" if args.tenant is None else f" of tenant {args.tenant!r}"
-    out.write(f"{plural(len(found), 'session')}{scope}")
+    out.write(f"{plural(len(found), 'session')}{scope}{_elsewhere(elsewhere)}")
     out.write(f"; more: --cursor {cursor}\n" if cursor else "\n")
     return 0
+
+
+def _elsewhere(counts: dict[str | None, int], shown: int = 10) -> str:
+    """What an empty listing adds: how many sessions other tenants hold, by tenant name
+    (names and counts only; ``--store`` reaches the whole database anyway)."""
+    if not counts:
+        return ""
+    order = sorted(counts.items(), key=lambda kv: (kv[0] is not None, kv[0] or ""))
+    names = [f"{'no tenant' if t is None else repr(t)} ({n})" for t, n in order[:shown]]
+    if len(order) > shown:
+        names.append(f"{len(order) - shown} more")
+    total = plural(sum(counts.values()), "session")
+    how = "drop --tenant to list them" if list(counts) == [None] else "--tenant NAME lists them"
+    return f"; {total} under other tenants: {', '.join(names)} ({how})"
 
 
 def cmd_show(args: argparse.Namespace, out: Out) -> int:

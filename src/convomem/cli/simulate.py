@@ -257,7 +257,8 @@ def plot_cumulative_cost(
         ax.plot(range(1, run.turns + 1), cumulative, label=run.name)
     ax.set_xlabel("turn")
     ax.set_ylabel("cumulative cost (USD)")
-    ax.set_title(plot_title(budget, price_in, price_cached))
+    # parse_math=False: the prices' "$" are text, not mathtext delimiters.
+    ax.set_title(plot_title(budget, price_in, price_cached), parse_math=False)
     ax.legend()
     fig.tight_layout()
     try:

@@ -1,5 +1,6 @@
-"""``--store URL`` for the ``convomem sessions`` commands: the database it names,
-opened and closed, with a password never shown."""
+"""``--store URL``, the same for every command (``serve``, ``keys``, ``sessions``): given,
+else ``$CONVOMEM_STORE``, else ``sqlite:///convomem.db`` in the working directory; the
+database it names, opened and closed, with a password never shown."""
 
 from __future__ import annotations
 
@@ -11,25 +12,35 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigError, ConvomemError, StoreError
 from ..stores.database import StoreDatabase
-from ..stores.url import parse_store_url, redact_url
+from ..stores.url import DEFAULT_STORE, parse_store_url, redact_url
 
-__all__ = ["ENV_STORE", "opened"]
+__all__ = ["ENV_STORE", "add_store_option", "opened", "store_url"]
 
 ENV_STORE = "CONVOMEM_STORE"
 """Where ``--store`` comes from when it is not given."""
 
+HELP = f"store URL (default: ${ENV_STORE}, else {DEFAULT_STORE})"
+
+
+def add_store_option(p: argparse.ArgumentParser) -> None:
+    """Add ``--store URL`` to a command's parser."""
+    p.add_argument("--store", metavar="URL", default=None, help=HELP)
+
+
+def store_url(args: argparse.Namespace) -> str:
+    """The store URL a command works on: ``--store``, ``$CONVOMEM_STORE``, the default."""
+    given: str | None = args.store
+    return given or os.environ.get(ENV_STORE) or DEFAULT_STORE
+
 
 @contextlib.contextmanager
 def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[StoreDatabase]:
-    """The database ``--store`` names, closed afterwards. An error that repeats the
-    URL's password (a driver's message may) has it hidden."""
+    """The database ``store_url(args)`` names, closed afterwards. A SQLite file that does
+    not exist is refused unless ``create`` (a read never makes an empty database). An
+    error that repeats the URL's password (a driver's message may) has it hidden."""
     from ..stores import open_store
 
-    url: str | None = args.store or os.environ.get(ENV_STORE) or None
-    if url is None:
-        raise ConfigError(
-            f"--store: required (a store URL such as sqlite:///sessions.db), or set ${ENV_STORE}"
-        )
+    url = store_url(args)
     try:
         parsed = parse_store_url(url)
         path = parsed.path if parsed.scheme == "sqlite" else None

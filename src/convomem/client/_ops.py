@@ -219,6 +219,49 @@ def search(
     return (yield from fetch_obj(Request("POST", "/v1/recall/search", json=body), retries))
 
 
+def facts(user_id: str, history: bool, retries: int) -> Op[dict[str, Any]]:
+    """``GET /v1/users/{id}/facts`` (every version too with ``history``)."""
+    params: dict[str, str | int] = {"history": "true"} if history else {}
+    request = Request("GET", path("users", user_id, "facts"), params=params)
+    return (yield from fetch_obj(request, retries))
+
+
+def fact_write(
+    method: str,
+    user_id: str,
+    fact_id: str | None,
+    body: dict[str, Any] | None,
+    if_match: int | None,
+    retries: int,
+) -> Op[dict[str, Any]]:
+    """``POST`` / ``PATCH`` / ``DELETE`` of a fact: the fact written (``{}`` for a
+    delete). Each is safe to repeat (the same value set again, or the same correction
+    sent again, changes nothing), so each is retried like a read. ``if_match``: the
+    facts version the write is based on."""
+    url = path("users", user_id, "facts", *(() if fact_id is None else (fact_id,)))
+    headers = {} if if_match is None else {"If-Match": f'"{_version(if_match)}"'}
+    answer = yield from fetch(Request(method, url, json=body, headers=headers), retries)
+    return {} if method == "DELETE" else as_dict(answer, f"{method} {url}")
+
+
+def fact_body(**fields: str | None) -> dict[str, Any]:
+    """The JSON body of a fact write: the fields given (a ``str`` each)."""
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ConfigError(f"{name}={value!r}: must be a string")
+        out[name] = value
+    return out
+
+
+def _version(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"if_match={value!r}: must be a facts version (an int >= 0)")
+    return value
+
+
 def get(url: str, retries: int) -> Op[dict[str, Any]]:
     return (yield from fetch_obj(Request("GET", url), retries))
 

@@ -178,9 +178,54 @@ class Client:
         op = _ops.search(user_id, query, k, kinds, self._config.retries)
         return self._run(op)
 
-    def facts(self, user_id: str) -> dict[str, Any]:
-        """``GET /v1/users/{id}/facts``: current facts and their history."""
-        return self._run(_ops.get(path("users", user_id, "facts"), self._config.retries))
+    def facts(self, user_id: str, *, history: bool = False) -> dict[str, Any]:
+        """``GET /v1/users/{id}/facts``: the user's current facts (``current``: each with
+        its ``id``), and with ``history=True`` every version (``history``: superseded
+        ones with their valid times); ``version`` is what ``if_match=`` takes."""
+        return self._run(_ops.facts(user_id, history, self._config.retries))
+
+    def fact(self, user_id: str, fact_id: str) -> dict[str, Any]:
+        """``GET /v1/users/{id}/facts/{fact_id}``: one version of a fact."""
+        url = path("users", user_id, "facts", fact_id)
+        return self._run(_ops.get(url, self._config.retries))
+
+    def add_fact(
+        self,
+        user_id: str,
+        attribute: str,
+        value: str,
+        *,
+        subject: str | None = None,
+        if_match: int | None = None,
+    ) -> dict[str, Any]:
+        """``POST /v1/users/{id}/facts``: set a fact by hand (it supersedes the
+        attribute's current value; the same value again changes nothing). ``if_match``:
+        the facts ``version`` this is based on (``SessionMoved``, a ``ConcurrentUpdate``
+        whose ``actual`` is the current version, when the facts moved)."""
+        body = _ops.fact_body(attribute=attribute, value=value, subject=subject)
+        op = _ops.fact_write("POST", user_id, None, body, if_match, self._config.retries)
+        return self._run(op)
+
+    def update_fact(
+        self,
+        user_id: str,
+        fact_id: str,
+        *,
+        value: str | None = None,
+        attribute: str | None = None,
+        subject: str | None = None,
+        if_match: int | None = None,
+    ) -> dict[str, Any]:
+        """``PATCH /v1/users/{id}/facts/{fact_id}``: correct a current fact; returns the
+        new version (the old one is superseded, still in ``facts(history=True)``)."""
+        body = _ops.fact_body(value=value, attribute=attribute, subject=subject)
+        op = _ops.fact_write("PATCH", user_id, fact_id, body, if_match, self._config.retries)
+        return self._run(op)
+
+    def delete_fact(self, user_id: str, fact_id: str, *, if_match: int | None = None) -> None:
+        """``DELETE /v1/users/{id}/facts/{fact_id}``: remove a version of a fact and
+        its recall item."""
+        self._run(_ops.fact_write("DELETE", user_id, fact_id, None, if_match, self._config.retries))
 
     def erase_user(self, user_id: str) -> Any:
         """``DELETE /v1/users/{id}``: the user's sessions, summaries, facts and vectors."""

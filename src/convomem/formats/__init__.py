@@ -1,6 +1,8 @@
 """Conversions between convomem messages and provider or framework formats.
 
-LangChain lives in ``convomem.formats.langchain`` (extra ``langchain``).
+The framework formats live in their own modules, imported only when named:
+``convomem.formats.langchain`` (extra ``langchain``), ``convomem.formats.pydantic_ai``
+(extra ``pydantic-ai``) and ``convomem.formats.llamaindex`` (extra ``llamaindex``).
 """
 
 from .anthropic import from_anthropic, to_anthropic

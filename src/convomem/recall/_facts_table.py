@@ -111,6 +111,14 @@ class FactsTable:
                 f"{self.table} row of user {scope.user_id!r}: the facts are not JSON ({exc})"
             ) from None
 
+    def version(self, scope: Scope) -> Op:
+        """The user's stored version (0: nothing stored), without the state."""
+        row = yield Q.one(
+            self._sql(f"SELECT version FROM {self.table} WHERE tenant = ? AND user_id = ?"),
+            (scope.tenant, scope.user_id),
+        )
+        return 0 if row is None else int(row[0])
+
     def save(self, scope: Scope, state: str, expected: int | None, now: float) -> Op:
         """Store ``state``; the new version. With ``expected``, only over that version
         (0: only when nothing is stored), else ``ConcurrentUpdate``."""

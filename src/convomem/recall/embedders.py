@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from .. import _check
 from ..errors import ConfigError, EmbeddingError, MissingDependency
+from ..retry import CircuitBreaker, hinted_policy
+from .openai_embeddings import OPENAI_URL, OpenAIEmbedder
 
 Vector: TypeAlias = Sequence[float]
 Backend: TypeAlias = Literal["auto", "numpy", "python"]
@@ -59,23 +62,73 @@ EmbedderLike: TypeAlias = (
 
 
 EMBEDDERS: Final = ("hashing", "minilm", "e5")
-"""The embedders a name stands for (the service's ``embedder`` setting)."""
+"""The offline embedders a name stands for (beside ``"openai:MODEL"``)."""
+EMBEDDING_BASE_URL_ENV: Final = "CONVOMEM_EMBEDDING_BASE_URL"
+"""The embeddings endpoint's base URL when none is given (else api.openai.com)."""
+EMBEDDING_API_KEY_ENV: Final = "CONVOMEM_EMBEDDING_API_KEY"
+"""The embeddings endpoint's key when none is given (else ``OPENAI_API_KEY``)."""
+EMBEDDING_TIMEOUT: Final = 30.0
+"""Seconds an embeddings request may take by default."""
 
 
-def embedder_named(name: str) -> Any:
-    """A new embedder of the kind ``name`` names: ``"hashing"`` (``HashingEmbedder``,
-    no dependency), ``"minilm"`` (``MiniLMEmbedder``, extra ``minilm``) or ``"e5"``
-    (``E5Embedder``, extra ``e5``). ``MissingDependency`` names the extra to install."""
-    name = _check.one_of("embedder", name, EMBEDDERS)
-    if name == "minilm":
+def embedder_named(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = EMBEDDING_TIMEOUT,
+    option: str = "embedder",
+) -> Any:
+    """A new embedder of the kind the spec ``name`` names: ``"hashing"``
+    (``HashingEmbedder``, no dependency), ``"minilm"`` (``MiniLMEmbedder``, extra
+    ``minilm``), ``"e5"`` (``E5Embedder``, extra ``e5``) or ``"openai:MODEL"``
+    (``OpenAIEmbedder``: any OpenAI-compatible ``/embeddings``, no dependency).
+    ``MissingDependency`` names the extra to install; a bad spec is a ``ConfigError``
+    naming ``option`` and the value.
+
+    For ``openai:MODEL`` the endpoint is ``base_url``, else
+    ``$CONVOMEM_EMBEDDING_BASE_URL``, else api.openai.com; the key ``api_key``, else
+    ``$CONVOMEM_EMBEDDING_API_KEY``, else ``$OPENAI_API_KEY`` (never shown). Requests
+    take at most ``timeout`` seconds, transient failures are retried by
+    ``retry.hinted_policy()`` and a ``CircuitBreaker`` (5 failures in a row: no request
+    for 30 s) keeps a dead endpoint from slowing recall: its searches answer "failed" at
+    once (``GuardedRecall``), and the messages are still stored."""
+    kind, model = _check.model_spec(option, name, EMBEDDERS)
+    if kind == "openai":
+        return _openai(option, model, base_url, api_key, timeout)
+    if kind == "minilm":
         from .minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
-    if name == "e5":
+    if kind == "e5":
         from .e5 import E5Embedder
 
         return E5Embedder()
     return HashingEmbedder()
+
+
+def _openai(
+    option: str, model: str, base_url: str | None, api_key: str | None, timeout: float
+) -> Any:
+    timeout = _check.number("timeout", timeout, minimum=0.0, low_open=True)
+    url = base_url if base_url is not None else os.environ.get(EMBEDDING_BASE_URL_ENV) or None
+    if url is not None:
+        _check.http_url("base_url" if base_url is not None else EMBEDDING_BASE_URL_ENV, url)
+    key = api_key or os.environ.get(EMBEDDING_API_KEY_ENV) or os.environ.get("OPENAI_API_KEY")
+    if key is None and url is None:
+        raise ConfigError(
+            f"{option}=openai:{model}: needs an API key (api_key=, ${EMBEDDING_API_KEY_ENV} "
+            f"or $OPENAI_API_KEY), or the base URL (base_url=, ${EMBEDDING_BASE_URL_ENV}) "
+            "of a server that needs none"
+        )
+    return OpenAIEmbedder(
+        model,
+        base_url=OPENAI_URL if url is None else url,
+        api_key=key,
+        timeout=timeout,
+        retry=hinted_policy(max_delay=timeout),
+        breaker=CircuitBreaker(),
+    )
 
 
 def query_side(embedder: object) -> EmbedderLike | None:

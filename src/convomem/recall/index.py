@@ -62,7 +62,7 @@ from ._setup import (
     erase_op,
     facts_op,
 )
-from .embedders import EmbedderLike
+from .embedders import EmbedderLike, embedder_named
 from .fusion import RRF_K
 
 __all__ = ["Hit", "RecallIndex"]
@@ -94,7 +94,9 @@ class RecallIndex:
 
     ``db_or_url`` is a ``StoreDatabase`` from ``open_store`` (SQLite or PostgreSQL) or a
     URL (the index opens the database and closes it with ``close()``). ``embedder``
-    defaults to ``HashingEmbedder()``; ``candidates`` is how many lexical and how many
+    defaults to ``HashingEmbedder()``; a spec string names one (``embedder_named``:
+    ``"hashing"``, ``"minilm"``, ``"e5"``, ``"openai:MODEL"``);
+    ``candidates`` is how many lexical and how many
     vector candidates are fused; ``rrf_k`` the fusion constant; ``vector_weight`` the
     vector list's weight in the fusion against the lexical list's 1 (None: the
     embedder's ``fusion_weight``, see ``fusion``); ``keys`` which texts each message is
@@ -109,7 +111,7 @@ class RecallIndex:
         self,
         db_or_url: StoreDatabase | str,
         *,
-        embedder: EmbedderLike | None = None,
+        embedder: EmbedderLike | str | None = None,
         candidates: int = 50,
         rrf_k: int = RRF_K,
         cache_size: int = 100_000,
@@ -119,8 +121,9 @@ class RecallIndex:
         keys: Sequence[str] | None = None,
         rerank: bool = True,
     ) -> None:
+        named = embedder_named(embedder) if isinstance(embedder, str) else embedder
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            named, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         self._owned = isinstance(db_or_url, str)
         if isinstance(db_or_url, str):
@@ -284,6 +287,13 @@ class RecallIndex:
         op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
         loaded, gone = self._run_db(op)
         return history_of(loaded, scope, tenant, gone, **options)
+
+    def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
+        """The version ``facts(user_id)`` would have now (0: none stored), in one indexed
+        read: what a cached copy of the facts is checked against."""
+        scope = scope_of(user_id, tenant)
+        n: int = self._run_db(Db(lambda: self.facts_table.version(scope), False))
+        return n
 
     def save_facts(
         self,

@@ -36,7 +36,7 @@ from ._setup import (
     erase_op,
     facts_op,
 )
-from .embedders import EmbedderLike
+from .embedders import EmbedderLike, embedder_named
 from .fusion import RRF_K
 
 __all__ = ["AsyncRecallIndex"]
@@ -72,7 +72,7 @@ class AsyncRecallIndex:
         self,
         db: AsyncStoreDatabase,
         *,
-        embedder: EmbedderLike | None = None,
+        embedder: EmbedderLike | str | None = None,
         candidates: int = 50,
         rrf_k: int = RRF_K,
         cache_size: int = 100_000,
@@ -82,8 +82,9 @@ class AsyncRecallIndex:
         keys: Sequence[str] | None = None,
         rerank: bool = True,
     ) -> None:
+        named = embedder_named(embedder) if isinstance(embedder, str) else embedder
         self._opts = _Options(
-            embedder, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
+            named, candidates, rrf_k, cache_size, batch_size, clock, vector_weight, keys, rerank
         )
         kind = _kind_of(db)
         if not type(db).__name__.startswith("Async"):
@@ -245,6 +246,12 @@ class AsyncRecallIndex:
         op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
         loaded, gone = await self._perform(op)
         return history_of(loaded, scope, tenant, gone, **options)
+
+    async def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
+        """The stored facts version of ``user_id`` (see ``RecallIndex.facts_version``)."""
+        scope = scope_of(user_id, tenant)
+        n: int = await self._perform(Db(lambda: self.facts_table.version(scope), False))
+        return n
 
     async def save_facts(
         self,

@@ -5,26 +5,33 @@ gateways, vLLM, llama.cpp, Ollama, LiteLLM...). Texts go in batches of ``batch_s
 per request; the request building and the response checking are shared by the sync
 (``embed_batch``) and async (``aembed_batch``) faces, which differ only in transport
 (``urllib`` on the calling thread, or in a worker thread). Rate limits (429), server
-errors (5xx), timeouts and dropped connections are a ``TransientError``, retried by
-``retry`` (a ``RetryPolicy``); any other failure is an ``EmbeddingError`` naming the
-status and the server's message. The API key is never shown.
+errors (5xx), timeouts and dropped connections are a ``TransientError`` (a
+``Retry-After`` kept as its ``retry_after``), retried by ``retry`` (a ``RetryPolicy``);
+any other failure, a malformed answer included, is an ``EmbeddingError`` naming the
+status and the server's message. A ``breaker`` (``retry.CircuitBreaker``) stops calling
+an endpoint that keeps failing: while it is open a request fails at once
+(``retry.breaker_open``). The API key is never shown.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from .. import _check
-from ..errors import ConfigError, EmbeddingError, TransientError
-from ..retry import RetryPolicy
+from ..errors import ConfigError, ConvomemError, EmbeddingError, TransientError
+from ..retry import CircuitBreaker, RetryPolicy, breaker_open, parse_retry_after
 
-__all__ = ["OpenAIEmbedder"]
+__all__ = ["OPENAI_URL", "OpenAIEmbedder"]
+
+OPENAI_URL: Final = "https://api.openai.com/v1"
+"""OpenAI's API root, the default ``base_url``."""
 
 
 class OpenAIEmbedder:
@@ -38,7 +45,7 @@ class OpenAIEmbedder:
     ``recall_keys``: a ``RecallIndex`` embeds each message under its text, its sentences,
     the exchange a reply answers and a user's facts, as with MiniLM (``recall.keys``): ~2.5x the
     texts (and tokens billed) of the text alone; ``RecallIndex(keys=["message"])`` embeds
-    each message once.
+    each message once. ``breaker``: see the module docstring.
     """
 
     fusion_weight: float = 4.0
@@ -48,12 +55,13 @@ class OpenAIEmbedder:
         self,
         model: str = "text-embedding-3-small",
         *,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str = OPENAI_URL,
         api_key: str | None = None,
         dimensions: int | None = None,
         batch_size: int = 256,
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model={model!r}: must be a non-empty string")
@@ -61,6 +69,8 @@ class OpenAIEmbedder:
             raise ConfigError(f"base_url={base_url!r}: must be an http:// or https:// URL")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
+        if breaker is not None and not isinstance(breaker, CircuitBreaker):
+            raise ConfigError(f"breaker={breaker!r}: must be a CircuitBreaker or None")
         key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
         if key is not None and not isinstance(key, str):
             raise ConfigError("api_key: must be a string or None")
@@ -72,6 +82,7 @@ class OpenAIEmbedder:
         self.batch_size = _check.positive_int("batch_size", batch_size)
         self.timeout = _check.number("timeout", timeout, minimum=0.0, low_open=True)
         self.retry = RetryPolicy() if retry is None else retry
+        self.breaker = breaker
         self._key = key or None
         self.requests = 0
         self.name = f"openai({model}, dimensions={self.dimensions})"
@@ -108,20 +119,38 @@ class OpenAIEmbedder:
         return vectors
 
     def _post(self, texts: Sequence[str]) -> list[list[float]]:
-        """One request (no retry): the transport both faces use."""
-        self.requests += 1
+        """One request (no retry), the breaker asked first and told how it went: the
+        transport both faces use."""
+        breaker = self.breaker
         where = f"{self.base_url}/embeddings"
+        if breaker is not None and not breaker.allow():
+            raise breaker_open(where, breaker)
+        try:
+            vectors = self._parse(self._send(texts, where), len(texts))
+        except ConvomemError:
+            if breaker is not None:
+                breaker.record_failure()
+            raise
+        if breaker is not None:
+            breaker.record_success()
+        return vectors
+
+    def _send(self, texts: Sequence[str], where: str) -> bytes:
+        self.requests += 1
         try:
             with urllib.request.urlopen(self._request(texts), timeout=self.timeout) as resp:
-                raw = resp.read()
+                raw: bytes = resp.read()
+                return raw
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace")
-            if exc.code == 429 or exc.code >= 500:
-                raise TransientError(f"{where}: HTTP {exc.code}: {detail}") from None
+            if exc.code in (408, 429) or exc.code >= 500:
+                error = TransientError(f"{where}: HTTP {exc.code}: {detail}")
+                error.retry_after = parse_retry_after(exc.headers)
+                raise error from None
             raise EmbeddingError(f"{where}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            raise TransientError(f"{where}: {exc}") from None
-        return self._parse(raw, len(texts))
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            # refused, reset, timed out, cut mid-answer
+            raise TransientError(f"{where}: {type(exc).__name__}: {exc}") from None
 
     def _batches(self, texts: Sequence[str]) -> list[list[str]]:
         for i, t in enumerate(texts):

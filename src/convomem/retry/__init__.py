@@ -24,6 +24,9 @@ share every rule and differ only in how they sleep::
                 raise
             time.sleep(decision.delay)      # or: await asyncio.sleep(decision.delay)
 
+``wait_retry_after`` and ``stop_when_retry_after_exceeds`` (``hints``) read a server's
+``Retry-After`` hint off the error (``TransientError.retry_after``).
+
 ``policy.call(fn)`` and ``await policy.acall(fn)`` are that loop, ready-made. A plain
 callable works wherever a part is expected: ``stop=lambda state: ...``,
 ``wait=lambda state: ...``, ``retry=lambda error: ...``.
@@ -34,6 +37,14 @@ lets a trial call through after a while (``breaker.allow()`` before a call,
 """
 
 from .breaker import BreakerState, CircuitBreaker
+from .hints import (
+    breaker_open,
+    hinted_policy,
+    parse_retry_after,
+    retry_after_of,
+    stop_when_retry_after_exceeds,
+    wait_retry_after,
+)
 from .policy import RetryAttempts, RetryLike, RetryPolicy, StopLike, WaitLike
 from .predicates import (
     RetryPredicate,
@@ -61,6 +72,10 @@ __all__ = [
     "Uniform",
     "Wait",
     "WaitLike",
+    "breaker_open",
+    "hinted_policy",
+    "parse_retry_after",
+    "retry_after_of",
     "retry_always",
     "retry_if",
     "retry_if_exception_type",
@@ -69,9 +84,11 @@ __all__ = [
     "stop_after_attempt",
     "stop_after_delay",
     "stop_never",
+    "stop_when_retry_after_exceeds",
     "wait_exponential",
     "wait_fixed",
     "wait_full_jitter",
     "wait_none",
     "wait_random",
+    "wait_retry_after",
 ]

@@ -5,9 +5,11 @@ Resuming decodes the derived state (summary, facts ledger, covered ids...), whic
 with the session: without a cache a turn's cost grows with the session's length. A
 cached memory is reused only when the store agrees it is current: the ``SessionInfo`` the
 route read anyway (one cheap read) must show the seq, state version and creation time
-the memory last knew. Another replica's append moves the seq, its state save moves the
-version, a delete-and-recreate moves the creation time: the memory is then dropped and
-a fresh one resumes from the store. Correctness never depends on the cache; it only
+the memory last knew, and with recall the user's facts must be at the version the
+memory holds. Another replica's append moves the seq, its state save moves the
+version, a delete-and-recreate moves the creation time, a facts save or edit anywhere
+moves the facts version: the memory is then dropped and a fresh one resumes from the
+store. Correctness never depends on the cache; it only
 saves the resume.
 
 One ``asyncio.Lock`` per session: two requests of one process never use one memory at
@@ -32,7 +34,7 @@ from ..stores.database import SessionInfo
 
 __all__ = ["MemoryCache"]
 
-CacheKey = tuple[str, str, str | None, int]
+CacheKey = tuple[str | None, str, str | None, int]
 """(tenant, session id, owner user id, budget)."""
 
 
@@ -45,12 +47,19 @@ class _Entry:
     users: int = 0  # requests holding or waiting for the lock: never evicted meanwhile
 
 
-def _fresh(memory: ConversationMemory, created_at: float, info: SessionInfo) -> bool:
-    """Whether ``memory`` is what a resume from the store would give now."""
+def _fresh(
+    memory: ConversationMemory, created_at: float, info: SessionInfo, facts: int | None
+) -> bool:
+    """Whether ``memory`` is what a resume from the store would give now; ``facts``: the
+    user's stored facts version (None: not checked)."""
     position = memory.position
     if position is None:
         return True  # it resumes on first use anyway
-    return created_at == info.created_at and position == (info.last_seq, info.state_version)
+    same = created_at == info.created_at and position == (info.last_seq, info.state_version)
+    if same and facts is not None:
+        tier = memory.stats().facts
+        same = tier is None or tier.get("version") == facts
+    return same
 
 
 class MemoryCache:
@@ -68,16 +77,18 @@ class MemoryCache:
     @asynccontextmanager
     async def use(
         self,
-        tenant: str,
+        tenant: str | None,
         info: SessionInfo,
         budget: int,
         make: Callable[[], ConversationMemory],
+        facts: int | None = None,
         tag: Hashable = None,
     ) -> AsyncIterator[ConversationMemory]:
         """The session's memory, held exclusively until the block ends: the cached one
-        when the store agrees it is current and ``tag`` (what else it read depends on:
-        the owner's expired sessions, whose facts it must not hold) is what it was when
-        the memory was made, else ``make()`` (then cached)."""
+        when the store agrees it is current (and its facts are at version ``facts``,
+        when given) and ``tag`` (what else it read depends on: the owner's expired
+        sessions, whose facts it must not hold) is what it was when the memory was
+        made, else ``make()`` (then cached)."""
         if self.size <= 0:
             yield make()
             return
@@ -93,7 +104,7 @@ class MemoryCache:
                 if (
                     memory is not None
                     and entry.tag == tag
-                    and _fresh(memory, entry.created_at, info)
+                    and _fresh(memory, entry.created_at, info, facts)
                 ):
                     self.hits += 1
                 else:
@@ -118,7 +129,9 @@ class MemoryCache:
             else:
                 return  # every entry is in use: trimmed when one is released
 
-    def evict(self, tenant: str, session_id: str | None = None, user_id: str | None = None) -> int:
+    def evict(
+        self, tenant: str | None, session_id: str | None = None, user_id: str | None = None
+    ) -> int:
         """Drop the entries of a session (``session_id``) or of a user (``user_id``) of
         ``tenant``; a request holding one keeps its memory but does not cache it back."""
         gone = [

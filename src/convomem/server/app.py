@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import ConvomemError, StoreError, TransientError
-from . import routes_health, routes_messages, routes_sessions, routes_users
+from . import api_docs, routes_facts, routes_health, routes_messages, routes_sessions, routes_users
 from .deps import new_state, open_at_start
 from .inspect import routes as inspect_routes
 from .models import ProblemOut, problem_responses
@@ -66,6 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="The memory of conversational agents, as a service: sessions, their "
         "logs and contexts under budget, recall and facts, scoped to the API key's tenant.",
         lifespan=lifespan,
+        docs_url=None,  # api_docs serves /docs with its assets: no CDN
+        redoc_url=None,  # ReDoc's bundle fetches its logo from a CDN: not served
     )
     new_state(app.state, settings)
 
@@ -74,9 +76,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_sessions.router, responses=api)
     app.include_router(routes_messages.router, responses=api)
     app.include_router(routes_users.router, responses=api)
+    app.include_router(routes_facts.router, responses=api)
     app.include_router(chat_router, responses={**api, **problem_responses(501)})
     app.include_router(inspect_routes.router)
     inspect_routes.redact_access_log()
+    api_docs.install(app, api_docs.assets_dir())
     _register_problem_schema(app)
 
     _install_errors(app)

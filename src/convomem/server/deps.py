@@ -4,7 +4,8 @@ session's memory resumed from the store.
 - ``require_key``: ``Authorization: Bearer <key>`` → ``ApiKey(tenant, key_id)`` (a 401
   problem otherwise), after the key's rate limit (a 429 problem with ``Retry-After``).
 - ``get_services``: the process's ``Services`` (store database, recall index, settings,
-  metrics, keys, rate limit), opened on first use and closed with the app.
+  metrics, keys, rate limit, the ``settings.Models`` built by ``create_app``), opened on first
+  use and closed with the app.
 - ``open_memory``: a ``ConversationMemory`` over ``db.session(id, tenant=key.tenant)``.
   It resumes from the derived state the store keeps beside the log: a request reads the
   view's rows and the tail written since the last state, never the whole log, so a
@@ -12,6 +13,9 @@ session's memory resumed from the store.
   process's ``MemoryCache`` instead (one lock per session): reused while the session's
   info shows it current, so a request skips the resume; replicas still see each other's
   writes (a moved seq or state version drops the cached memory).
+- ``settle`` / ``index_appended``: after an append, the memory's background work and the
+  new messages indexed for recall; a recall failure never fails the append (the
+  messages wait in the ``RecallBacklog``).
 """
 
 from __future__ import annotations
@@ -25,17 +29,26 @@ from typing import Any
 
 from fastapi import Request
 
-from ..errors import ConfigError, ConvomemError, MissingDependency
+from ..errors import (
+    ConfigError,
+    ConvomemError,
+    MissingDependency,
+    StoreError,
+    TransientError,
+)
+from ..model import Message
+from ..recall.guarded import OUTAGES
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
 from ..stores.expiry import TTL_KEY, expired, expires_at, ttl_of
 from ._memory_cache import MemoryCache
+from ._recall_backlog import RecallBacklog
 from .idempotency import Idempotency
 from .keys import KeyStore
 from .limits import Buckets, LocalBuckets, RedisBuckets, retry_after
 from .metrics import Metrics
 from .problems import Problem, not_found
-from .settings import Settings
+from .settings import Models, Settings, build_models
 
 __all__ = [
     "TTL_KEY",
@@ -44,19 +57,26 @@ __all__ = [
     "expired",
     "expires_at",
     "get_services",
+    "index_appended",
     "open_memory",
     "require_key",
     "session_info",
+    "settle",
     "ttl_of",
     "use_memory",
 ]
 
+log = logging.getLogger("convomem.server")
+
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """The caller: the tenant its key belongs to (every store call is scoped to it)."""
+    """The caller: the tenant its key belongs to (every store call is scoped to it).
+    ``None`` is the store's own scope of no tenant: never an API key's (keys belong to a
+    named tenant), only a local caller's (``convomem mcp`` over stdio without
+    ``--tenant``)."""
 
-    tenant: str
+    tenant: str | None
     key_id: str
 
 
@@ -79,6 +99,10 @@ class Services:
     (deadline and circuit breaker) unless ``settings.recall_deadline`` is None."""
     memories: MemoryCache | None = None
     """Open session memories (``use_memory``), ``settings.memory_cache`` of them."""
+    models: Models = field(default_factory=Models)
+    """The summarizer, extractor and embedder of every session (``build_models``)."""
+    backlog: RecallBacklog = field(default_factory=RecallBacklog)
+    """Appended messages not indexed yet (``index_appended``)."""
 
     def __post_init__(self) -> None:
         if self.memories is None:
@@ -101,8 +125,11 @@ class Services:
         await self.db.aclose()
 
 
-async def open_services(settings: Settings, metrics: Metrics) -> Services:
+async def open_services(
+    settings: Settings, metrics: Metrics, models: Models | None = None
+) -> Services:
     """Open the store (and the recall index and the Redis limiter when configured)."""
+    models = build_models(settings) if models is None else models
     from ..stores import aopen_store
 
     db = await aopen_store(settings.store)
@@ -114,21 +141,20 @@ async def open_services(settings: Settings, metrics: Metrics) -> Services:
                 limiter = RedisBuckets(settings.redis_url, settings.rate_per_second, settings.burst)
             else:
                 limiter = LocalBuckets(settings.rate_per_second, settings.burst)
-        recall = await _open_recall(settings, db)
+        recall = await _open_recall(settings, db, models.embedder)
     except BaseException:
         await db.aclose()
         raise
-    return Services(settings, db, keys, metrics, limiter, recall, idempotency=Idempotency(db))
+    return Services(
+        settings, db, keys, metrics, limiter, recall, idempotency=Idempotency(db), models=models
+    )
 
 
-async def _open_recall(settings: Settings, db: AsyncStoreDatabase) -> Any:
+async def _open_recall(settings: Settings, db: AsyncStoreDatabase, embedder: Any) -> Any:
     from ..stores.url import parse_store_url
 
-    if not settings.use_recall:
+    if embedder is None:
         return None
-    from ..recall.embedders import embedder_named
-
-    embedder = embedder_named(settings.embedder)  # a missing extra is an error, loudly
     if settings.recall is not None:
         from ..recall.index_async import AsyncRecallIndex
 
@@ -158,7 +184,7 @@ async def get_services(request: Request) -> Services:
         return services
     async with state.opening:
         if state.services is None:
-            state.services = await open_services(state.settings, state.metrics)
+            state.services = await open_services(state.settings, state.metrics, state.models)
     opened: Services = state.services
     return opened
 
@@ -235,6 +261,7 @@ async def delete_session(services: Services, key: ApiKey, info: SessionInfo) -> 
         await recall.delete(user_id=info.user_id, session_id=info.session_id, tenant=key.tenant)
     if services.memories is not None:
         services.memories.evict(key.tenant, session_id=info.session_id)
+    services.backlog.forget(key.tenant, session_id=info.session_id)
     return await services.db.delete_session(info.session_id, tenant=key.tenant)
 
 
@@ -251,12 +278,15 @@ def open_memory(services: Services, key: ApiKey, info: SessionInfo) -> Conversat
     docstring). With a recall index it is the tiered memory: the user's facts and what
     recall finds for the query join the context, and what the view evicts is indexed."""
     recall = services.context_recall if info.user_id is not None else None
+    models = services.models
     return ConversationMemory(
         budget=session_budget(services, info),
         tokenizer=services.settings.tokenizer,
         store=services.db.session(info.session_id, user_id=info.user_id, tenant=key.tenant),
+        summarizer=models.summarizer,
         recall=recall,
         recall_k=services.settings.recall_k,
+        extractor=models.extractor if recall is not None else None,
     )
 
 
@@ -271,11 +301,10 @@ async def use_memory(
         yield open_memory(services, key, info)
         return
     budget = session_budget(services, info)
-    tag = None
-    if services.recall is not None and info.user_id is not None:
-        tag = await services.recall.expired_sessions(info.user_id, tenant=key.tenant)
+    facts = await _facts_version(services, key, info)
+    tag = await _expired_sessions(services, key, info)
     async with cache.use(
-        key.tenant, info, budget, lambda: open_memory(services, key, info), tag
+        key.tenant, info, budget, lambda: open_memory(services, key, info), facts, tag
     ) as memory:
         yield memory
 
@@ -289,16 +318,101 @@ async def open_at_start(app_state: Any) -> None:
     try:
         async with app_state.opening:
             if app_state.services is None:
-                app_state.services = await open_services(app_state.settings, app_state.metrics)
+                app_state.services = await open_services(
+                    app_state.settings, app_state.metrics, app_state.models
+                )
     except (ConfigError, MissingDependency):
         raise
     except (ConvomemError, OSError) as exc:
-        logging.getLogger("convomem.server").warning("the store is not ready yet: %s", exc)
+        log.warning("the store is not ready yet: %s", exc)
+
+
+async def _facts_version(services: Services, key: ApiKey, info: SessionInfo) -> int | None:
+    """The user's stored facts version, which a cached memory's facts must match (a fact
+    edited or saved by another replica); None when there is none to check or the index
+    does not answer (the memory's own recall guard decides what an outage costs)."""
+    index = services.recall
+    if index is None or info.user_id is None or not hasattr(index, "facts_version"):
+        return None
+    try:
+        version: int = await index.facts_version(info.user_id, tenant=key.tenant)
+    except (StoreError, TransientError, OSError):
+        return None
+    return version
+
+
+async def _expired_sessions(
+    services: Services, key: ApiKey, info: SessionInfo
+) -> frozenset[str] | None:
+    """The owner's expired sessions (``stores.expiry``): a cached memory holds facts read
+    when they were other, so it is reused only while they are the same. None when there
+    is nothing to check or the index does not answer (as ``_facts_version``)."""
+    index = services.recall
+    if index is None or info.user_id is None:
+        return None
+    try:
+        gone: frozenset[str] = await index.expired_sessions(info.user_id, tenant=key.tenant)
+    except (StoreError, TransientError, OSError):
+        return None
+    return gone
+
+
+async def settle(services: Services, memory: ConversationMemory) -> None:
+    """``memory.wait()`` after an append: what left the view indexed, the user's facts
+    saved. The messages are stored: a recall failure here (``OUTAGES``) is logged, and
+    the wait is made once more, so the facts save that follows the index's
+    report still runs (what the memory handed the index this time is not indexed)."""
+    for attempt in (1, 2):
+        try:
+            await memory.wait()
+            return
+        except OUTAGES as exc:
+            if attempt == 2:
+                log.warning("recall: background indexing failed again: %s", exc)
+            else:
+                log.warning("recall: background indexing failed: %s", exc)
+
+
+async def index_appended(
+    services: Services, key: ApiKey, info: SessionInfo, messages: list[Message]
+) -> None:
+    """Index appended ``messages`` for recall (each once: O(new messages)), then what
+    earlier appends could not. A failure (``OUTAGES``: the embedder down, slow or
+    rate-limited, the index's database) fails nothing: the messages are stored; they
+    wait in ``services.backlog`` for a later append (``RecallBacklog``)."""
+    recall, backlog = services.recall, services.backlog
+    if recall is None or info.user_id is None or not messages:
+        return
+    try:
+        await recall.add(
+            messages, user_id=info.user_id, session_id=info.session_id, tenant=key.tenant
+        )
+    except OUTAGES as exc:
+        if not backlog:
+            log.warning("recall: indexing failed, appended messages wait to be indexed: %s", exc)
+        backlog.put(key.tenant, info.user_id, info.session_id, messages)
+        services.metrics.add("recall_ingest_failures", len(messages))
+        return
+    if backlog:
+
+        async def exists(tenant: str | None, session_id: str) -> bool:
+            found = await services.db.session(session_id, tenant=tenant).info()
+            return found is not None and not expired(found)
+
+        try:
+            await backlog.drain(recall, exists)
+        except OUTAGES as exc:
+            log.warning("recall: indexing the waiting messages failed: %s", exc)
+        else:
+            if not backlog:
+                log.info("recall: the messages that waited are indexed")
 
 
 def new_state(app_state: Any, settings: Settings) -> None:
-    """Prepare ``app.state`` for ``get_services``."""
+    """Prepare ``app.state`` for ``get_services``; the models are built now
+    (``build_models``), so a bad model option stops ``create_app``."""
     app_state.settings = settings
+    app_state.models = build_models(settings)
     app_state.metrics = Metrics()
     app_state.services = None
     app_state.opening = asyncio.Lock()

@@ -68,15 +68,18 @@ class Idempotency:
         self._clock = clock
 
     @staticmethod
-    def _prefix(tenant: str, user_id: str | None, session_id: str | None = None) -> str:
-        user = _h(tenant, user_id or "") + "/"
-        return user if session_id is None else user + _h(tenant, session_id) + "/"
+    def _prefix(tenant: str | None, user_id: str | None, session_id: str | None = None) -> str:
+        scope = "\1" if tenant is None else tenant  # no tenant name holds a control character
+        user = _h(scope, user_id or "") + "/"
+        return user if session_id is None else user + _h(scope, session_id) + "/"
 
-    def _rid(self, tenant: str, info: SessionInfo, key: str) -> str:
+    def _rid(self, tenant: str | None, info: SessionInfo, key: str) -> str:
         prefix = self._prefix(tenant, info.user_id, info.session_id)
         return prefix + _h(repr(info.created_at), key)
 
-    async def claim(self, tenant: str, info: SessionInfo, key: str, digest: str) -> Earlier | None:
+    async def claim(
+        self, tenant: str | None, info: SessionInfo, key: str, digest: str
+    ) -> Earlier | None:
         """Bind ``key`` to ``digest``: None when this request bound it, else the record
         of the request that did."""
         rid = self._rid(tenant, info, key)
@@ -94,17 +97,19 @@ class Idempotency:
         return Earlier(digest, None)  # still racing: proceed as a retry (it writes nothing twice)
 
     async def complete(
-        self, tenant: str, info: SessionInfo, key: str, digest: str, answer: dict[str, Any]
+        self, tenant: str | None, info: SessionInfo, key: str, digest: str, answer: dict[str, Any]
     ) -> None:
         """Keep the answer of the request that holds ``key``."""
         text = json.dumps({"digest": digest, "answer": answer}, separators=(",", ":"))
         await self._records.put(self._rid(tenant, info, key), text, self._clock())
 
-    async def release(self, tenant: str, info: SessionInfo, key: str) -> None:
+    async def release(self, tenant: str | None, info: SessionInfo, key: str) -> None:
         """Unbind ``key`` (its request wrote nothing)."""
         await self._records.delete(self._rid(tenant, info, key))
 
-    async def forget(self, tenant: str, user_id: str | None, session_id: str | None = None) -> int:
+    async def forget(
+        self, tenant: str | None, user_id: str | None, session_id: str | None = None
+    ) -> int:
         """Delete the records of a user's sessions (of one of them, with
         ``session_id``): before an erasure or a delete."""
         return await self._records.drop(self._prefix(tenant, user_id, session_id))

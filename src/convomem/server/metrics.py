@@ -9,8 +9,8 @@ library. Each replica counts its own requests; Prometheus adds replicas up. Name
   never explode the label space; a method outside ``METHODS`` is ``other`` (a client
   inventing methods adds no series);
 - ``convomem_compactions_total``, ``convomem_summarizer_calls_total``,
-  ``convomem_recall_hits_total``, ``convomem_store_errors_total`` and
-  ``convomem_rate_limited_total``.
+  ``convomem_recall_hits_total``, ``convomem_store_errors_total``,
+  ``convomem_rate_limited_total`` and ``convomem_recall_ingest_failures_total``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ _COUNTERS: Final = {
     "recall_hits": "Items recall returned",
     "store_errors": "Requests that failed on a store error",
     "rate_limited": "Requests refused by the rate limit",
+    "recall_ingest_failures": "Messages recall could not index when appended (they wait)",
 }
 
 

@@ -16,8 +16,15 @@ __all__ = [
     "AppendResponse",
     "Body",
     "ContextResponse",
+    "Erased",
+    "FactIn",
+    "FactOut",
+    "FactPatch",
+    "FactsOut",
+    "HitOut",
     "Id",
     "MessagePage",
+    "ProfileOut",
     "SessionCreate",
     "SessionOut",
     "SessionPage",
@@ -151,6 +158,92 @@ class ContextResponse(BaseModel):
     format: Literal["openai", "anthropic"]
     context: Any = Field(description="OpenAI messages (a list) or Anthropic's {system, messages}")
     accounting: Accounting
+
+
+class HitOut(BaseModel):
+    """A recall hit: an item of one of the user's sessions (a message, a summary, a fact
+    set by hand), its score and what it scored on."""
+
+    message_id: str
+    session_id: str
+    score: float
+    text: str
+    kind: str
+    seq: int | None
+    created_at: float
+    lexical: float | None
+    similarity: float | None
+
+
+class Erased(BaseModel):
+    """What erasing a user removed."""
+
+    user_id: str
+    sessions: int
+    items: int
+
+
+_TEXT = r"^[^\x00-\x1f\x7f]+$"
+_SUBJECT = r"^[^\x00-\x1f\x7f]{1,256}$"
+
+
+class FactIn(Body):
+    """A fact to set by hand: ``attribute`` of ``subject`` is ``value`` (``pref:<thing>``
+    and ``allergy:<thing>`` attributes are keyed by their object, like extracted ones)."""
+
+    attribute: str = Field(min_length=1, max_length=200, pattern=_TEXT, examples=["city"])
+    value: str = Field(min_length=1, max_length=2000, pattern=_TEXT, examples=["Porto"])
+    subject: str = Field(default="user", pattern=_SUBJECT, description="whom it is about")
+
+
+class FactPatch(Body):
+    """A correction: the new value (and/or attribute, subject); what is not given stays."""
+
+    value: str | None = Field(default=None, min_length=1, max_length=2000, pattern=_TEXT)
+    attribute: str | None = Field(default=None, min_length=1, max_length=200, pattern=_TEXT)
+    subject: str | None = Field(default=None, pattern=_SUBJECT)
+
+
+class FactOut(BaseModel):
+    """One version of a fact. ``id`` addresses it (``PATCH`` / ``DELETE``); ``current``
+    is false once a newer value superseded it (``valid_to`` says when)."""
+
+    id: str
+    subject: str
+    attribute: str
+    value: str
+    statement: str
+    current: bool
+    source_role: str | None
+    session_id: str | None
+    message_id: str | None = Field(description="the message it was read in, or manual:<key id>")
+    seq: int | None
+    valid_from: float | None
+    valid_to: float | None
+    manual: bool = Field(description="set by hand through the API, not read in a message")
+    set_by: str | None = Field(description="the id of the API key that set it by hand")
+
+
+class FactsOut(BaseModel):
+    """A user's facts: the current value of each, and with ``?history=true`` every version
+    (superseded ones included, with their valid times). ``version`` is the ``ETag``."""
+
+    user_id: str
+    version: int
+    current: list[FactOut]
+    history: list[FactOut] | None = Field(
+        default=None, description="every version, oldest first per attribute (?history=true)"
+    )
+
+
+class ProfileOut(BaseModel):
+    """A user's profile: the current facts (with their ids, to correct them) and the text
+    every context of the user renders from them."""
+
+    user_id: str
+    version: int
+    facts: list[FactOut]
+    text: str = Field(description="the facts as a context shows them, best ranked first")
 
 
 class ProblemOut(BaseModel):

@@ -43,10 +43,19 @@ from ..packing import Packer
 from ..session import ConversationMemory
 from ..session.turn_records import TURN_KEY, record_turn, with_usage
 from ..stores.database import SessionInfo
-from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
+from .deps import (
+    ApiKey,
+    Services,
+    get_services,
+    index_appended,
+    require_key,
+    session_info,
+    settle,
+    use_memory,
+)
 from .models import Body
+from .operations import check_message_chars, message_chars
 from .problems import Problem, body_of, from_error, problem_body
-from .routes_messages import check_message_chars, message_chars
 from .upstream import Finished, Upstream
 
 __all__ = ["ChatRequest", "router"]
@@ -157,13 +166,11 @@ async def _store(
     svc: Services, key: ApiKey, info: SessionInfo, memory: ConversationMemory, message: Message
 ) -> tuple[Message]:
     """Append one message as the messages route does: the memory's work awaited (what
-    left the view indexed, the user's facts saved), then the message indexed for recall."""
+    left the view indexed, the user's facts saved), then the message indexed for recall
+    (a recall failure fails nothing: ``deps.index_appended``)."""
     stored = await memory.aadd_message(message)
-    await memory.wait()
-    if svc.recall is not None and info.user_id is not None:
-        await svc.recall.add(
-            [stored], user_id=info.user_id, session_id=info.session_id, tenant=key.tenant
-        )
+    await settle(svc, memory)
+    await index_appended(svc, key, info, [stored])
     return (stored,)
 
 

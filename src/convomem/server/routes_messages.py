@@ -9,87 +9,23 @@ arrive, and a request costs the same however long the session is.
 from __future__ import annotations
 
 import hashlib
-import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Response
 
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage, MessageConflict
-from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
 from ..model import Message
-from ..packing import Packer
 from ..stores.database import SessionInfo
-from .deps import ApiKey, Services, get_services, require_key, session_info, use_memory
+from . import operations
+from .deps import ApiKey, Services, get_services, require_key, session_info
 from .idempotency import body_digest
 from .models import Appended, AppendRequest, AppendResponse, ContextResponse, MessagePage
 from .problems import Problem
-from .summary import accounting
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["messages"])
 
 Key = Annotated[ApiKey, Depends(require_key)]
 Svc = Annotated[Services, Depends(get_services)]
-
-
-def _convert(body: AppendRequest) -> list[Message]:
-    if body.format == "anthropic":
-        return from_anthropic(body.messages, system=body.system)
-    if body.system is not None:
-        raise Problem(
-            422,
-            "bad-request",
-            "system: only with format=anthropic",
-            field="system",
-            value=body.system,
-        )
-    if body.format == "convomem":
-        out = []
-        for i, d in enumerate(body.messages):
-            try:
-                out.append(Message.from_dict(d))
-            except Exception as exc:  # InvalidMessage names the field; add the position
-                raise Problem(
-                    422,
-                    "invalid-message",
-                    f"messages[{i}]: {exc}",
-                    field=f"messages[{i}]",
-                    value=d,
-                ) from None
-        return out
-    return from_openai(body.messages)
-
-
-def _check_sizes(svc: Services, body: AppendRequest) -> None:
-    s = svc.settings
-    if len(body.messages) > s.max_messages:
-        raise Problem(
-            413,
-            "too-large",
-            f"at most {s.max_messages} messages per request",
-            field="messages",
-            value=len(body.messages),
-        )
-    for i, d in enumerate(body.messages):
-        check_message_chars(d, s.max_message_chars, f"messages[{i}]")
-
-
-def message_chars(d: Any) -> int:
-    """The size of a message dict: the characters of its JSON (what a message may hold,
-    ``Settings.max_message_chars``, on every route that stores one)."""
-    return len(json.dumps(d, ensure_ascii=False))
-
-
-def check_message_chars(d: Any, limit: int, field: str) -> None:
-    """A 413 problem naming ``field`` for a message dict over ``limit`` characters."""
-    size = message_chars(d)
-    if size > limit:
-        raise Problem(
-            413,
-            "too-large",
-            f"{field}: {size} characters; at most {limit}",
-            field=field,
-            value=size,
-        )
 
 
 def _with_idempotency(messages: list[Message], idem: str, body: AppendRequest) -> list[Message]:
@@ -140,9 +76,9 @@ async def append_messages(
     Idempotent by message id and by ``Idempotency-Key``; ``If-Match: <seq>`` answers
     409 when the session moved past it. The new newest seq is returned in the
     ``ETag``."""
-    _check_sizes(svc, body)
+    operations.check_sizes(svc, body.messages)
     expected = _if_match(if_match)
-    messages = _convert(body)
+    messages = operations.convert(body.messages, body.format, body.system)
     info = await session_info(svc, key, session_id)
     idem = svc.idempotency if idempotency_key is not None else None
     digest = ""
@@ -187,29 +123,15 @@ async def _append(
     expected: int | None,
     if_match: str | None,
 ) -> AppendResponse:
-    """Append ``messages`` through the session's memory in one store append (all or
-    nothing; ``expected``, the ``If-Match`` seq, checked inside its compare-and-set, so
-    of writers racing with one ``If-Match`` exactly one wins), then index them for
-    recall."""
-    async with use_memory(svc, key, info) as memory:
-        before = memory.stats()
-        try:
-            added = await memory.aadd_messages(messages, expected_seq=expected)
-            await memory.wait()  # what left the view indexed, the user's facts saved: now
-        except ConcurrentUpdate as exc:
-            if expected is None:
-                raise  # races lost past the memory's own retries: a 409 conflict
-            raise _moved(exc.actual, expected, if_match) from None
-        finally:
-            st = memory.stats()
-            svc.metrics.add("compactions", st.compactions - before.compactions)
-            svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
-        last: int = memory.last_seq  # the newest seq this memory wrote or saw
-    if svc.recall is not None and info.user_id is not None and added:
-        # Each message once (the index skips ids it holds): O(new messages) per request.
-        await svc.recall.add(
-            added, user_id=info.user_id, session_id=info.session_id, tenant=key.tenant
-        )
+    """``operations.append``: one store append, all or nothing; ``expected``, the
+    ``If-Match`` seq, is checked inside its compare-and-set (of writers racing with one
+    ``If-Match`` exactly one wins)."""
+    try:
+        added, last = await operations.append(svc, key, info, messages, expected_seq=expected)
+    except ConcurrentUpdate as exc:
+        if expected is None:
+            raise  # races lost past the memory's own retries: a 409 conflict
+        raise _moved(exc.actual, expected, if_match) from None
     return AppendResponse(
         session_id=info.session_id,
         last_seq=last,
@@ -247,12 +169,8 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> MessagePage:
     """A page of the log, oldest first; ``next_cursor`` continues it (None: the end)."""
-    await session_info(svc, key, session_id)
-    store = svc.db.session(session_id, tenant=key.tenant)
-    entries, nxt = await store.entries(cursor, min(limit, svc.settings.max_page))
-    return MessagePage(
-        messages=[{"seq": e.seq, **e.message.to_dict()} for e in entries], next_cursor=nxt
-    )
+    messages, nxt = await operations.messages_page(svc, key, session_id, cursor=cursor, limit=limit)
+    return MessagePage(messages=messages, next_cursor=nxt)
 
 
 @router.get("/context", response_model=ContextResponse)
@@ -267,38 +185,8 @@ async def get_context(
 ) -> ContextResponse:
     """The context to send now and where every message of the log is (see
     ``summary.accounting``)."""
-    info = await session_info(svc, key, session_id)
-    async with use_memory(svc, key, info) as memory:
-        before = memory.stats()
-        kept = await memory.acontext("messages", query=query)
-        context: Any
-        dropped = 0
-        if budget is not None and budget < memory.budget:
-            packed = Packer(
-                budget=budget,
-                tokenizer=memory.tokenizer,
-                start_on="user" if format == "anthropic" else None,
-            ).pack(kept)
-            dropped = len(kept) - len(packed.kept)
-            kept = list(packed.kept)
-            context = _render(kept, format)
-        else:
-            context = await memory.acontext(format, query=query)
-        st = memory.stats()
-        svc.metrics.add("compactions", st.compactions - before.compactions)
-        svc.metrics.add("summarizer_calls", st.summarizer_calls - before.summarizer_calls)
-        shown = sum(1 for h in (st.recall or {}).get("hits", ()) if h["shown"])
-        svc.metrics.add("recall_hits", shown)
-        response.headers["ETag"] = f'"{memory.last_seq}"'
-        return ContextResponse(
-            format=format,
-            context=context,
-            accounting=accounting(memory, kept, budget=budget, query=query, dropped=dropped),
-        )
-
-
-def _render(messages: list[Message], format: str) -> Any:
-    if format == "openai":
-        return to_openai(messages)
-    system, out = to_anthropic(messages)
-    return {"messages": out} if system is None else {"system": system, "messages": out}
+    answer, last = await operations.context(
+        svc, key, session_id, format=format, budget=budget, query=query
+    )
+    response.headers["ETag"] = f'"{last}"'
+    return answer

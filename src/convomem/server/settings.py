@@ -3,7 +3,7 @@
 ``convomem serve`` builds one from its options; ``create_app(settings)`` takes one, so an
 embedding application or a test configures the service the same way. Nothing here
 imports FastAPI: the settings are checked (``ConfigError`` naming the field) before any
-server starts.
+server starts. ``build_models`` makes the summarizer, extractor and embedder they name.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from .. import _check
 from ..errors import ConfigError
 from ..recall.embedders import EMBEDDERS
 from ..session.tiers import RECALL_K
+from ..stores.url import DEFAULT_STORE
+from ..summaries.specs import EXTRACTORS, SUMMARIZERS
 
-__all__ = ["DEFAULT_STORE", "Settings"]
-
-DEFAULT_STORE = "sqlite:///convomem.db"
-"""The store of ``convomem serve`` without ``--store``: a SQLite file, nothing to install."""
+__all__ = ["DEFAULT_STORE", "Models", "Settings", "build_models"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +35,23 @@ class Settings:
       created with ``metadata["budget"]`` keeps its own budget).
     - ``use_recall``: False turns recall off (no index, no facts, no snippets).
     - ``embedder``: what the recall index embeds with: ``"hashing"`` (no dependency),
-      ``"minilm"`` or ``"e5"`` (``recall.embedders.embedder_named``; E5 recalled the
-      most on the LongMem held-out set). An index refuses a model other than the one it
-      was built with.
+      ``"minilm"``, ``"e5"`` (``recall.embedders.embedder_named``; E5 recalled the
+      most on the LongMem held-out set) or ``"openai:MODEL"`` (an OpenAI-compatible
+      ``/embeddings`` at ``embedding_base_url``). An index refuses a model other than
+      the one it was built with.
+    - ``summarizer``: ``"extractive"`` (offline) or ``"openai:MODEL"``; ``extractor`` (the
+      user's facts): ``"offline"`` or ``"openai:MODEL"`` (``summaries.specs``), at
+      ``llm_base_url``. A model that fails (down, slow past its timeout, 429, 5xx,
+      malformed answers) never fails a request nor loses a message: the summary falls
+      back to the extractive one (``degraded``), the facts to the offline extractor
+      (``facts.degraded``), recall answers "failed" (messages appended meanwhile are
+      indexed once the embedder answers again). A model unreachable at start does not
+      keep the service from starting.
+    - ``llm_base_url`` / ``embedding_base_url``: the endpoints (None:
+      ``$CONVOMEM_LLM_BASE_URL`` / ``$CONVOMEM_EMBEDDING_BASE_URL``, else OpenAI's);
+      ``llm_api_key`` / ``embedding_api_key`` their keys (None: ``$CONVOMEM_LLM_API_KEY``
+      / ``$CONVOMEM_EMBEDDING_API_KEY``, else ``$OPENAI_API_KEY``; never shown);
+      ``llm_timeout`` / ``embedding_timeout`` seconds a model call may take.
     - ``recall_k`` / ``recall_deadline``: snippets recalled into a context, and how long
       a context waits for them (seconds; None: no deadline) before it is sent without
       them (``GuardedRecall``: an outage never fails a request).
@@ -59,6 +72,14 @@ class Settings:
     tokenizer: str = "approx"
     use_recall: bool = True
     embedder: str = "hashing"
+    summarizer: str = "extractive"
+    extractor: str = "offline"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
+    llm_timeout: float = 30.0
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = field(default=None, repr=False)
+    embedding_timeout: float = 30.0
     recall_k: int = RECALL_K
     recall_deadline: float | None = 1.0
     rate_per_second: float = 20.0
@@ -69,9 +90,9 @@ class Settings:
     max_page: int = 500
     upstream_url: str | None = None
     upstream_model: str | None = None
-    upstream_api_key: str | None = None
+    upstream_api_key: str | None = field(default=None, repr=False)
     memory_cache: int = 256
-    metrics_key: str | None = None
+    metrics_key: str | None = field(default=None, repr=False)
     extra: dict[str, Any] = field(default_factory=dict)
     """Settings of parts added later (one key per part), kept as given."""
 
@@ -79,7 +100,17 @@ class Settings:
         if not isinstance(self.store, str) or not self.store:
             raise ConfigError(f"store={self.store!r}: must be a store URL")
         _check.positive_int("budget", self.budget)
-        _check.one_of("embedder", self.embedder, EMBEDDERS)
+        _check.model_spec("embedder", self.embedder, EMBEDDERS)
+        _check.model_spec("summarizer", self.summarizer, SUMMARIZERS)
+        _check.model_spec("extractor", self.extractor, EXTRACTORS)
+        for name, url in (
+            ("llm_base_url", self.llm_base_url),
+            ("embedding_base_url", self.embedding_base_url),
+        ):
+            if url is not None:
+                _check.http_url(name, url)
+        _check.number("llm_timeout", self.llm_timeout, minimum=0.0, low_open=True)
+        _check.number("embedding_timeout", self.embedding_timeout, minimum=0.0, low_open=True)
         _check.positive_int("recall_k", self.recall_k)
         if self.recall_deadline is not None:
             _check.number("recall_deadline", self.recall_deadline, minimum=0.0, low_open=True)
@@ -96,3 +127,40 @@ class Settings:
             not isinstance(self.metrics_key, str) or len(self.metrics_key) < 16
         ):
             raise ConfigError("metrics_key: must be a string of at least 16 characters")
+
+
+@dataclass(frozen=True, slots=True)
+class Models:
+    """The models every session of a process uses, built once (``build_models``)."""
+
+    summarizer: Any = None
+    """An ``LLMSummarizer`` (None: the extractive default)."""
+    extractor: Any = None
+    """An ``LLMExtractor`` (None: the offline default)."""
+    embedder: Any = None
+    """What recall embeds with (None: recall is off)."""
+
+
+def build_models(settings: Settings) -> Models:
+    """The models ``settings`` name. No model is called: one that is down or unreachable
+    now does not keep the service from starting (it degrades, see ``Settings``); a bad
+    spec, a missing key or a missing extra raises ``ConfigError`` / ``MissingDependency``
+    here, before the service listens."""
+    from ..recall.embedders import embedder_named
+    from ..summaries.specs import extractor_from, summarizer_from
+
+    s = settings
+    url, key, timeout = s.llm_base_url, s.llm_api_key, s.llm_timeout
+    summarizer = summarizer_from(s.summarizer, base_url=url, api_key=key, timeout=timeout)
+    extractor = None
+    if s.extractor != "offline":
+        extractor = extractor_from(s.extractor, base_url=url, api_key=key, timeout=timeout)
+    embedder = None
+    if s.use_recall:
+        embedder = embedder_named(
+            s.embedder,
+            base_url=s.embedding_base_url,
+            api_key=s.embedding_api_key,
+            timeout=s.embedding_timeout,
+        )
+    return Models(summarizer, extractor, embedder)

@@ -22,8 +22,11 @@ def accounting(
     query: str | None = None,
     recalled: list[dict[str, Any]] | None = None,
     dropped: int = 0,
+    packed: tuple[int, bool] | None = None,
 ) -> Accounting:
-    """The accounting of ``kept`` (the context's messages) under ``memory``."""
+    """The accounting of ``kept`` (the context's messages) under ``memory``;
+    ``packed``: the tokens and fit of ``kept`` when it was packed under a ``budget``
+    below the session's (then ``tokens`` is what is sent, ``split`` the session's)."""
     st = memory.stats()
     summary_message = memory.summary.message()
     summary_id = None if summary_message is None else summary_message.id
@@ -75,10 +78,16 @@ def accounting(
         why["recalled"] = f"recall answered {status} ({rec.get('error')}); sent without it"
     if st.facts is not None:
         why["facts"] = "the user's current long-term facts, from every session, best first"
+        if st.facts.get("degraded"):
+            why["facts"] += "; the extractor's model is failing: the offline rules read them"
+    if st.degraded:
+        why["summarized"] += "; the summarizer failed (its fallback's summary stands in)"
     return Accounting(
         budget=memory.budget if budget is None else min(budget, memory.budget),
-        tokens=(st.budget_split or {}).get("total", st.context_tokens),
-        fits=st.fits,
+        tokens=(st.budget_split or {}).get("total", st.context_tokens)
+        if packed is None
+        else packed[0],
+        fits=st.fits if packed is None else st.fits and packed[1],
         log_messages=st.log_messages,
         kept=[m.id for m in kept if m.id != summary_id and m.id != TIERS_ID],
         summarized=st.summarized_messages,

@@ -11,7 +11,7 @@ from typing import Any, Final
 from .. import _check
 from ..errors import ConfigError, InvalidMessage
 from ..formats.openai import from_openai
-from ..model import Message, is_derived_id
+from ..model import Message, PinPolicy, is_derived_id
 from ..summaries import (
     SUMMARY_HEADER,
     ExtractiveSummarizer,
@@ -19,9 +19,13 @@ from ..summaries import (
     SummarizerLike,
     Summary,
 )
-from ..tokens import PER_MESSAGE_TOKENS, Tokenizer
-from ..views.budget import ContextBudget
+from ..summaries.specs import extractor_from, summarizer_from
+from ..tokens import PER_MESSAGE_TOKENS, Tokenizer, get_tokenizer
+from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
+from .engine import SessionEngine
+from .journal import DurableJournal, PlainJournal, is_session_store
 from .tiers import FACTS_SHARE, RECALL_SHARE, Tiers
+from .view import SessionView
 
 SUMMARY_SEGMENTS: Final = 8
 """Segments of the running summary a ConversationMemory builds (``max_segments``)."""
@@ -160,9 +164,9 @@ def make_tiers(
         limit=limit,
         scope=scope,
     )
-    if limit - summary_reserve - t.facts_cap - t.recall_cap < limit // 5:
+    if limit - summary_reserve - t.profile.cap - t.recall_cap < limit // 5:
         raise ConfigError(
-            f"shares={shares!r}: the summary ({summary_reserve}), facts ({t.facts_cap}) and "
+            f"shares={shares!r}: the summary ({summary_reserve}), facts ({t.profile.cap}) and "
             f"recall ({t.recall_cap}) shares leave less than a fifth of the {limit} tokens "
             "to the recent history; lower them or raise the budget"
         )
@@ -222,3 +226,118 @@ def checked_batch(batch: object, single: bool) -> tuple[list[Message], list[str]
             raise InvalidMessage(f"{where}.id", m.id, "appears twice in the batch")
         seen.add(m.id)
     return out, wheres
+
+
+def build_engine(
+    owner: object,
+    store: Any,
+    *,
+    budget: int | None,
+    max_tokens: int | None,
+    tokenizer: Any,
+    summarizer: Any,
+    fallback: Any,
+    summary: bool,
+    pin: Any,
+    trigger: float,
+    target: float,
+    max_turns: int | None,
+    response_reserve: int,
+    summary_tokens: int | None,
+    facts: bool,
+    scorer: Any,
+    background: bool,
+    recall: Any,
+    recall_k: int,
+    extractor: Any,
+    drift: Any,
+    shares: Any,
+) -> SessionEngine:
+    """The session engine of ``ConversationMemory(...)``'s options (see its docstring),
+    each checked (``ConfigError`` naming it); ``owner`` claims the stateful parts."""
+    if budget is not None and max_tokens is not None:
+        raise ConfigError("budget= and max_tokens= name the same thing: give one")
+    if max_tokens is not None:
+        budget = _check.positive_int("max_tokens", max_tokens)
+    else:
+        budget = _check.positive_int("budget", 4000 if budget is None else budget)
+    response_reserve = _check.non_negative_int("response_reserve", response_reserve)
+    limit = budget - response_reserve - REPLY_PRIMING_TOKENS
+    if limit <= 0:
+        raise ConfigError(
+            f"response_reserve={response_reserve!r}: leaves no room under the "
+            f"budget of {budget} (reply priming takes {REPLY_PRIMING_TOKENS})"
+        )
+    trigger = _check.fraction("trigger", trigger, low_open=True)
+    target = _check.fraction("target", target)
+    if target > trigger:
+        raise ConfigError(f"target={target!r}: must not exceed trigger={trigger!r}")
+    max_turns = _check.optional_positive_int("max_turns", max_turns)
+    for name, value in (("summary", summary), ("facts", facts), ("background", background)):
+        _check.flag(name, value)
+    if scorer is not None:
+        _check.function("scorer", scorer, "message -> 0, 1 or 2")
+    pins = PinPolicy(pin)
+    if isinstance(summarizer, str):
+        summarizer = summarizer_from(summarizer)
+    if isinstance(extractor, str):
+        extractor = extractor_from(extractor)
+    tok = get_tokenizer(tokenizer)
+    rs = running_summary(
+        summarizer,
+        owner,
+        fallback=fallback,
+        facts=facts,
+        summary_tokens=summary_tokens,
+        summary=summary,
+        limit=limit,
+        budget=budget,
+        tokenizer=tok,
+    )
+    if background and rs.fallback is None:
+        raise ConfigError("background=True: needs a fallback summarizer (fallback=False)")
+    tiers = make_tiers(
+        store,
+        owner,
+        recall=recall,
+        recall_k=recall_k,
+        extractor=extractor,
+        drift=drift,
+        shares=shares,
+        tokenizer=tok,
+        limit=limit,
+        summary_reserve=rs.reserve if summary else 0,
+    )
+    journal = DurableJournal(store) if is_session_store(store) else PlainJournal(store)
+    return SessionEngine(
+        journal=journal,
+        view=SessionView(
+            tok, pins, limit=limit, trigger=trigger, target=target, max_turns=max_turns
+        ),
+        summary=rs,
+        summarize=summary,
+        tokenizer=tok,
+        scorer=scorer,
+        compressor=(
+            half_extractive(tok) if isinstance(rs.summarizer.fn, ExtractiveSummarizer) else None
+        ),
+        background=background,
+        tiers=tiers,
+        config={
+            "budget": budget,
+            "response_reserve": response_reserve,
+            "trigger": trigger,
+            "target": target,
+            "max_turns": max_turns,
+            "summary": summary,
+            "pin": [
+                pins.system,
+                pins.first_user,
+                pins.last_user,
+                pins.tool_results,
+                sorted(pins.indices),
+                list(pins.negative),
+            ],
+            "tokenizer": getattr(tok, "name", None),
+        },
+    )

@@ -17,7 +17,7 @@ sync and async methods share all of it. One path each:
   after the system prompt, converted to the requested format. Read-only.
 
 A compaction plans first (summarizer calls) and commits after, so a failing summarizer
-changes nothing (``pending_retry``: retried on the next add).
+changes nothing (``Compactor``: retried on the next add).
 """
 
 from __future__ import annotations
@@ -25,27 +25,25 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 from typing import Any
 
-from .._io import Call, Gen, call
+from .._io import Gen
 from ..errors import (
     ClearIncomplete,
     ConcurrentUpdate,
     ConfigError,
-    InvalidMessage,
-    MessageConflict,
-    SummarizerError,
 )
-from ..model import COMPRESSED_KEY, Message, is_derived_id
+from ..model import Message, is_derived_id
 from ..stores.database import LogEntry
 from ..summaries import RunningSummary, SummarizerLike
-from ..tokens import Tokenizer
+from ..tokens import Tokenizer, checked_count
 from ..views.budget import REPLY_PRIMING_TOKENS
 from . import state as derived
-from ._ops import compressed_message, render_context
+from ._ops import render_context
+from .compaction import Compactor
+from .intake import Intake
 from .journal import RACES, DurableJournal, PlainJournal
-from .tiers import Tiers, evicted, insert_tiers, segment_id
+from .tiers import Tiers, insert_tiers, segment_id
 from .view import SessionView, View
 
 
@@ -72,22 +70,31 @@ class SessionEngine:
         self.summary = summary
         self.summarize = summarize
         self.tokenizer = tokenizer
-        self.scorer = scorer
-        self.compressor = compressor
         self.background = background
         self.tiers = tiers
         self.config = dict(config)
         self.book = derived.LogBook()
-        self.compactions = self.failures = self.compressions = 0
-        self.prefix_breaks = self.reids = self.emergencies = 0
-        self.last_error: BaseException | None = None
+        self.compactor = Compactor(
+            view=view,
+            summary=summary,
+            summarize=summarize,
+            tiers=tiers,
+            book=self.book,
+            tokenizer=tokenizer,
+            compressor=compressor,
+            background=background,
+        )
+        self.intake = Intake(
+            journal, self.book, scorer, functools.partial(checked_count, tokenizer)
+        )
+        self.prefix_breaks = self.reids = 0
         self.reset()
 
     def reset(self) -> None:
         """Drop the view (the log is the store's): it is rebuilt on next use."""
         self.view.reset()
         self.loaded = False
-        self.pending_retry = False
+        self.compactor.pending_retry = False
         self.prefix_kept: bool | None = None
         self._cache: tuple[int, Message | None, View] | None = None
         self._rendered: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
@@ -98,13 +105,8 @@ class SessionEngine:
     # -- reading ------------------------------------------------------------------------
 
     def summary_reserve(self) -> int:
-        """What a compaction keeps free beside the history: the summary's reserve (or the
-        summary set from outside, with summaries off) and the tiers' reserve."""
-        tiers = 0 if self.tiers is None else self.tiers.reserve()
-        if self.summarize:
-            return self.summary.reserve + tiers
-        msg = self.summary.message()
-        return (0 if msg is None else self.tokenizer.count_message(msg)) + tiers
+        """What a compaction keeps free beside the history (``Compactor.reserve``)."""
+        return self.compactor.reserve()
 
     def current(self) -> View:
         """The view as ``context()`` renders it now (cached while nothing changed)."""
@@ -132,7 +134,7 @@ class SessionEngine:
         self.reset()
         self.book.reset()
         state = derived.usable(raw, self.config)
-        before = self.compactions
+        before = self.compactor.compactions
         tail: list[LogEntry] | None = None
         if state is not None:
             entries = yield from j.read_from(derived.cut(state), last)
@@ -167,10 +169,11 @@ class SessionEngine:
         self.book.version = version
         self.book.saved = raw
         self.loaded = True
-        if not j.durable or not (dirty or self.compactions != before):
+        compacted = self.compactor.compactions != before
+        if not j.durable or not (dirty or compacted):
             return
         new = self._dump()
-        if new is None or (raw is None and self.compactions == before):
+        if new is None or (raw is None and not compacted):
             return
         self.loaded = False  # until the save is in: a lost race re-reads
         self.book.version = yield from j.save_state(new, version)
@@ -190,8 +193,8 @@ class SessionEngine:
             self.tiers.note(m)
         self.view.add(m, t)
         self.book.note(m, seq)
-        if self.view.over(self.summary_reserve()):
-            yield from self.compact()
+        if self.compactor.due():
+            yield from self.compactor.run()
 
     def _dump(self) -> dict[str, Any] | None:
         return derived.dump(
@@ -235,69 +238,11 @@ class SessionEngine:
         self.loaded = True  # it was just read: still current
         raise ConcurrentUpdate(self.journal.session_id, "seq", expected_seq or 0, self.book.last)
 
-    def _sort(
-        self, batch: list[Message], wheres: list[str], skip: int
-    ) -> Gen[tuple[list[Message], list[tuple[Message, int]], list[Message]]]:
-        """What to append: the messages as they will be logged (``out``), the new ones
-        with their counts (``todo``), and re-sent ones the view holds as a copy (the
-        store compares them). Raises what a duplicate is, before anything is written."""
-        j = self.journal
-        logged = self.book.logged
-        check = [
-            m.id for m in batch if (is_derived_id(m.id) or not j.idempotent) and m.id not in logged
-        ]
-        held = (yield from j.existing(check)) if check else set()
-        out: list[Message] = []
-        todo: list[tuple[Message, int]] = []
-        resend: list[Message] = []
-        taken: set[str] = set()
-        for given, where in zip(batch, wheres, strict=True):
-            hit = logged.get(given.id)
-            if not is_derived_id(given.id):
-                if j.idempotent and hit is not None:
-                    scored, _ = self._prepare(given)  # as it was logged
-                    if hit[1] is not None and hit[1] != scored:
-                        raise MessageConflict(
-                            j.session_id, given.id, hit[0], "is in the log with other content"
-                        )
-                    out.append(scored if hit[1] is None else hit[1])
-                    if hit[1] is None:
-                        resend.append(scored)
-                    continue
-                if given.id in taken or (not j.idempotent and (hit or given.id in held)):
-                    raise InvalidMessage(f"{where}.id", given.id, "is already in the log")
-            elif hit is not None or given.id in held or given.id in taken or skip:
-                given = self._fresh_id(given, skip, taken)
-            m, t = self._prepare(given)
-            taken.add(m.id)
-            todo.append((m, t))
-            out.append(m)
-        return out, todo, resend
-
-    def _fresh_id(self, m: Message, skip: int, taken: AbstractSet[str]) -> Message:
-        n = max(skip, self.book.last)
-        while f"{m.id}~{n}" in self.book.logged or f"{m.id}~{n}" in taken:
-            n += 1
-        return m.replace(id=f"{m.id}~{n}")
-
-    def _prepare(self, m: Message) -> tuple[Message, int]:
-        """Score and count a new message; nothing is changed."""
-        if self.scorer is not None:
-            p = self.scorer(m)
-            if isinstance(p, bool) or p not in (0, 1, 2):
-                raise ConfigError(
-                    f"scorer={self.scorer!r}: returned {p!r} for message id={m.id!r}; "
-                    "must return 0, 1 or 2"
-                )
-            if p != m.priority:
-                m = m.replace(priority=p)
-        return m, self.view.log.count(m)
-
     def _add_once(
         self, batch: list[Message], wheres: list[str], skip: list[int]
     ) -> Gen[list[Message]]:
         j = self.journal
-        out, todo, resend = yield from self._sort(batch, wheres, skip[0])
+        out, todo, resend = yield from self.intake.sort(batch, wheres, skip[0])
         if resend:  # a replay of these alone: a no-op, or MessageConflict
             assert isinstance(j, DurableJournal)
             yield from j.replay(resend)
@@ -307,14 +252,14 @@ class SessionEngine:
         start = self.book.last
         if not j.durable:  # a plain store keeps no state: the log first, then the view
             self.book.last = yield from j.append(messages, expected_seq=start)
-        before = self.compactions
+        before = self.compactor.compactions
         try:
             for i, (m, t) in enumerate(todo, start + 1):
                 yield from self._apply(m, t, i)
         except BaseException:
             self.loaded = False
             raise
-        compacted = self.compactions != before
+        compacted = self.compactor.compactions != before
         if j.durable:
             state = self._dump() if compacted else None
             name = getattr(self.tokenizer, "name", None)
@@ -354,57 +299,6 @@ class SessionEngine:
 
     # -- compaction ---------------------------------------------------------------------
 
-    def _fold(self, messages: list[Message]) -> Call:
-        return call(
-            self.summary.fold,
-            messages,
-            afn=functools.partial(self.summary.afold, background=self.background),
-        )
-
-    def _compress(self, m: Message) -> Call:
-        def done(s: Any) -> Message:
-            return compressed_message(m, s, self.tokenizer)
-
-        async def adone() -> Message:
-            return done(await self.summary.acompress([m], summarizer=self.compressor))
-
-        return call(lambda: done(self.summary.compress([m], summarizer=self.compressor)),
-                    afn=adone)  # fmt: skip
-
-    def compact(self, target: float | None = None) -> Gen[None]:
-        """Evict down to the target: plan (summarizer calls), then commit; all or nothing.
-        A failed summarizer (and fallback) leaves the view as it was: retried next add."""
-        before = self.summary.segments
-        breaks = frozenset() if self.tiers is None else self.tiers.breaks
-        try:
-            plan = yield from self.view.plan(
-                self.summary_reserve(),
-                summarize=self.summarize,
-                target=target,
-                breaks=breaks,
-                fold=self._fold,
-                compress=self._compress,
-            )
-        except SummarizerError as exc:
-            self.failures += 1
-            self.pending_retry = True
-            self.last_error = exc
-            return
-        self.pending_retry = False
-        if not plan.victims and not plan.rewrites and not plan.folded:
-            return
-        self.compressions += sum(
-            1 for _, msgs, _ in plan.rewrites for m in msgs if COMPRESSED_KEY in m.metadata
-        )
-        self.view.commit(plan)
-        self.compactions += 1
-        if self.tiers is not None:
-            old = set(map(id, before))
-            new = [s for s in self.summary.segments if id(s) not in old]
-            self.tiers.collect(plan, new, self.book.seqs_of(evicted(plan)))
-        keep = {m.id for m in self.view.log.kept()} | {m.id for m in self.view.to_fold}
-        self.book.compacted(self.summary.segments, keep)
-
     def fit(self) -> Gen[None]:
         """On the write path (after an add, a load): when the tiers' reserve (the facts as
         they render now, up to their share, and the recall share) does not fit beside the
@@ -413,18 +307,11 @@ class SessionEngine:
         t = self.tiers
         if t is None or not t.shapes_context:
             return
-        view = self.view
-        room = view.limit - (self.current().tokens - REPLY_PRIMING_TOKENS)
+        room = self.view.limit - (self.current().tokens - REPLY_PRIMING_TOKENS)
         need = t.reserve()
-        if need <= room or next(iter(view.log.evictable()), None) is None:
+        if need <= room or next(iter(self.view.log.evictable()), None) is None:
             return
-        self.emergencies += 1
-        share = view.share(self.summary_reserve())
-        free = view.free_tokens()
-        target = 0.0 if share <= 0 else min(1.0, max(0.0, (free - (need - room)) / share))
-        before = self.compactions
-        yield from self.compact(target=target)
-        if self.compactions == before:
+        if not (yield from self.compactor.emergency(need - room)):
             return
         with contextlib.suppress(ConcurrentUpdate):  # another writer moved: re-read next time
             yield from self.save()

@@ -1,29 +1,11 @@
 """ConversationMemory: one session's log, its view under a token budget, and its summary.
 
-Messages go in with ``add`` / ``add_messages``; ``context()`` returns what to send, under
-``budget``:
-
-    [pinned system prompt] [facts and recall] [running summary] [kept history]
-
-It is a thin face over one ``SessionEngine`` (``session.engine``): this module checks the
-options, builds the parts (a journal over the store, the ``SessionView``, the
-``RunningSummary``, the tiers) and drives the engine's generators, synchronously
-(``_io.run``, under a lock) or in an event loop (``_io.arun``, under a per-loop lock).
-Compaction runs when the unpinned history passes ``trigger`` (80%) of its share of the
-budget, or ``max_turns`` turns, and cuts to ``target`` (50%), keeping the newest units (a
-tool call and its results leave together) and preferring a cut at the start of a turn.
-Between compactions messages are only appended, so the context's prefix is identical
-turn to turn and a provider's prompt cache keeps matching it.
-
-Priorities: 2 is never evicted (a pin); 1 is compressed on its own (summarized alone,
-keeping its key facts) the first time eviction reaches it, and evicted like 0 the next
-time; 0 is evicted oldest first. A ``scorer`` may assign priorities.
-
-Failure never loses data. A summarizer is retried, then its fallback is used (the
-summary is ``degraded``); when both fail the compaction is aborted, the view stays as it
-was, and it is retried on the next ``add``. Until then ``context()`` still respects the
-budget: it leaves out the oldest unsummarized messages of that turn's context without
-evicting them (``stats().omitted`` counts them).
+``context()`` returns ``[pinned system prompt] [facts and recall] [running summary] [kept
+history]`` under ``budget``. The class is a thin face over one ``SessionEngine``
+(``session.engine``): ``_options.build_engine`` checks the options and builds the parts (a
+journal over the store, the ``SessionView``, the ``RunningSummary``, the tiers); this
+module drives the engine's generators, synchronously (``_io.run``, under a lock) or in an
+event loop (``_io.arun``, under a per-loop lock).
 """
 
 from __future__ import annotations
@@ -36,18 +18,16 @@ from typing import Any, Literal, TypeVar, overload
 from .. import _check
 from .._io import Call, Gen, LoopLock, arun, run
 from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
-from ..model import COMPRESSED_KEY, Message, PinPolicy, PinSpec
+from ..model import COMPRESSED_KEY, Message, PinSpec
 from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
 from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
-from ..summaries import ExtractiveSummarizer, RunningSummary, SummarizerLike
+from ..summaries import RunningSummary, SummarizerLike
 from ..summaries.extractor import Extractor
-from ..tokens import Tokenizer, get_tokenizer
-from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
+from ..tokens import Tokenizer
+from ..views.budget import ContextBudget
 from ._ops import Format
-from ._options import check_store, checked_batch, half_extractive, make_tiers, running_summary
-from .engine import SessionEngine
-from .journal import DurableJournal, PlainJournal, is_session_store
+from ._options import build_engine, check_store, checked_batch
 from .stats import MemoryStats, snapshot
 from .tiers import RECALL_K, Tiers
 from .view import SessionView
@@ -79,7 +59,8 @@ class ConversationMemory:
       sync store is called directly from the async methods.
     - ``summarizer``: a summarizer callable (sync or async; default
       ``ExtractiveSummarizer``), or a configured ``RunningSummary`` (then ``fallback``,
-      ``facts`` and ``summary_tokens`` come from it and must not be given). A
+      ``facts`` and ``summary_tokens`` come from it and must not be given), or a spec:
+      ``"extractive"`` or ``"openai:MODEL"`` (``summaries.specs.summarizer_from``). A
       ``RunningSummary`` (like a ``DriftDetector``) holds one conversation: giving one to
       a second memory raises ``ConfigError``.
       ``fallback``: used when the summarizer fails (default extractive; False: none).
@@ -107,7 +88,8 @@ class ConversationMemory:
       ``recall_k`` best snippets for its query. The user's long-term facts are read from
       and saved to the index's facts table (``recall.facts(user_id)``: current values,
       and ``history(attr)`` for "what was my old address?").
-    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``);
+    - ``extractor``: the ``Extractor`` of those facts (default ``OfflineExtractor``), or
+      a spec: ``"offline"`` or ``"openai:MODEL"`` (``summaries.specs.extractor_from``);
       alone, without ``recall``, the facts are kept by this memory only.
     - ``drift``: a ``DriftDetector`` checking each user message; ``new_segment`` starts
       a summary segment there, ``widen_recall`` doubles ``recall_k`` for the next
@@ -134,7 +116,7 @@ class ConversationMemory:
         max_tokens: int | None = None,
         tokenizer: str | Tokenizer | Callable[[str], int] = "approx",
         store: Store | AsyncStore | None = None,
-        summarizer: SummarizerLike | RunningSummary | None = None,
+        summarizer: SummarizerLike | RunningSummary | str | None = None,
         fallback: SummarizerLike | Literal[False] | None = None,
         summary: bool = True,
         pin: Iterable[PinSpec] | PinSpec | None = ("system",),
@@ -148,101 +130,37 @@ class ConversationMemory:
         background: bool = False,
         recall: RecallIndex | AsyncRecallIndex | GuardedRecall | AsyncGuardedRecall | None = None,
         recall_k: int = RECALL_K,
-        extractor: Extractor | None = None,
+        extractor: Extractor | str | None = None,
         drift: DriftDetector | None = None,
         shares: ContextBudget | None = None,
     ) -> None:
-        if budget is not None and max_tokens is not None:
-            raise ConfigError("budget= and max_tokens= name the same thing: give one")
-        if max_tokens is not None:
-            budget = _check.positive_int("max_tokens", max_tokens)
-        else:
-            budget = _check.positive_int("budget", 4000 if budget is None else budget)
-        response_reserve = _check.non_negative_int("response_reserve", response_reserve)
-        limit = budget - response_reserve - REPLY_PRIMING_TOKENS
-        if limit <= 0:
-            raise ConfigError(
-                f"response_reserve={response_reserve!r}: leaves no room under the "
-                f"budget of {budget} (reply priming takes {REPLY_PRIMING_TOKENS})"
-            )
-        trigger = _check.fraction("trigger", trigger, low_open=True)
-        target = _check.fraction("target", target)
-        if target > trigger:
-            raise ConfigError(f"target={target!r}: must not exceed trigger={trigger!r}")
-        max_turns = _check.optional_positive_int("max_turns", max_turns)
-        for name, value in (("summary", summary), ("facts", facts), ("background", background)):
-            _check.flag(name, value)
-        if scorer is not None:
-            _check.function("scorer", scorer, "message -> 0, 1 or 2")
-        pins = PinPolicy(pin)
-        tok = get_tokenizer(tokenizer)
-        pins = PinPolicy(pin)
-        tok = get_tokenizer(tokenizer)
         self._store: Store | AsyncStore = InMemoryStore() if store is None else store
         self._async = check_store(self._store)
-        rs = running_summary(
-            summarizer,
-            self,
-            fallback=fallback,
-            facts=facts,
-            summary_tokens=summary_tokens,
-            summary=summary,
-            limit=limit,
-            budget=budget,
-            tokenizer=tok,
-        )
-        if background and rs.fallback is None:
-            raise ConfigError("background=True: needs a fallback summarizer (fallback=False)")
-        self.budget = budget
-        self.response_reserve = response_reserve
-        self.max_turns = max_turns
         self._tlock = threading.RLock()
         self._alock = LoopLock()
-        tiers = make_tiers(
-            self._store,
+        self.engine = build_engine(
             self,
+            self._store,
+            budget=budget,
+            max_tokens=max_tokens,
+            tokenizer=tokenizer,
+            summarizer=summarizer,
+            fallback=fallback,
+            summary=summary,
+            pin=pin,
+            trigger=trigger,
+            target=target,
+            max_turns=max_turns,
+            response_reserve=response_reserve,
+            summary_tokens=summary_tokens,
+            facts=facts,
+            scorer=scorer,
+            background=background,
             recall=recall,
             recall_k=recall_k,
             extractor=extractor,
             drift=drift,
             shares=shares,
-            tokenizer=tok,
-            limit=limit,
-            summary_reserve=rs.reserve if summary else 0,
-        )
-        store_ = self._store
-        journal = DurableJournal(store_) if is_session_store(store_) else PlainJournal(store_)
-        self.engine = SessionEngine(
-            journal=journal,
-            view=SessionView(
-                tok, pins, limit=limit, trigger=trigger, target=target, max_turns=max_turns
-            ),
-            summary=rs,
-            summarize=summary,
-            tokenizer=tok,
-            scorer=scorer,
-            compressor=(
-                half_extractive(tok) if isinstance(rs.summarizer.fn, ExtractiveSummarizer) else None
-            ),
-            background=background,
-            tiers=tiers,
-            config={
-                "budget": budget,
-                "response_reserve": response_reserve,
-                "trigger": trigger,
-                "target": target,
-                "max_turns": max_turns,
-                "summary": summary,
-                "pin": [
-                    pins.system,
-                    pins.first_user,
-                    pins.last_user,
-                    pins.tool_results,
-                    sorted(pins.indices),
-                    list(pins.negative),
-                ],
-                "tokenizer": getattr(tok, "name", None),
-            },
         )
         """The session engine this memory drives (``session.engine``): its view, summary,
         tiers and log bookkeeping, for reading (``timeline``, ``stats``)."""
@@ -250,9 +168,25 @@ class ConversationMemory:
     # -- read side -------------------------------------------------------------------
 
     @property
+    def budget(self) -> int:
+        """What ``context()`` may cost (per-message overhead and reply priming included)."""
+        return int(self.engine.config["budget"])
+
+    @property
     def max_tokens(self) -> int:
         """The budget (the seeds' name for it)."""
         return self.budget
+
+    @property
+    def response_reserve(self) -> int:
+        """Tokens of the budget kept for the reply."""
+        return int(self.engine.config["response_reserve"])
+
+    @property
+    def max_turns(self) -> int | None:
+        """The turn limit of the view (None: none)."""
+        turns: int | None = self.engine.config["max_turns"]
+        return turns
 
     @property
     def store(self) -> Store | AsyncStore:
@@ -281,7 +215,7 @@ class ConversationMemory:
     @property
     def last_error(self) -> BaseException | None:
         """The last error of a compaction (the summarizer's), kept for inspection."""
-        return self.engine.last_error
+        return self.engine.compactor.last_error
 
     @property
     def position(self) -> tuple[int, int] | None:

@@ -58,7 +58,9 @@ class MemoryStats:
     facts: Mapping[str, Any] | None = None
     """The user's long-term facts: ``count`` (current values), ``tokens`` (rendered in the
     last context), ``reserve``, ``extracted`` (messages read), ``version``, ``unsaved``,
-    ``saves``, ``conflicts`` (saves that lost to another session and merged); None: off."""
+    ``saves``, ``conflicts`` (saves that lost to another session and merged),
+    ``degraded`` (the extractor's model failed on its last batch: the offline extractor's
+    facts stand in, ``LLMExtractor``); None: off."""
     drift: Mapping[str, Any] | None = None
     """The drift detector: ``score``, ``action``, ``suggestion`` of the last user message,
     ``checks``, ``drifts``, ``segments_started``, ``widened``; None: off."""
@@ -75,6 +77,7 @@ class MemoryStats:
 def snapshot(engine: SessionEngine) -> MemoryStats:
     """The stats of a session engine now (its memory's lock held by the caller)."""
     v = engine.current()
+    c = engine.compactor
     rs = engine.summary
     st = rs.stats
     current = rs.current()
@@ -84,21 +87,21 @@ def snapshot(engine: SessionEngine) -> MemoryStats:
         log_messages=engine.book.count,
         view_messages=len(engine.view.log),
         summarized_messages=len(rs.covered_ids),
-        compactions=engine.compactions,
-        compaction_failures=engine.failures,
-        compressions=engine.compressions,
+        compactions=c.compactions,
+        compaction_failures=c.failures,
+        compressions=c.compressions,
         summarizer_calls=st.summarizer_calls,
         summarizer_input_tokens=st.input_tokens,
         summary_tokens=0 if current is None else (current.tokens or 0),
         degraded=current is not None and current.degraded,
-        compaction_pending=engine.pending_retry,
+        compaction_pending=c.pending_retry,
         omitted=v.omitted,
         prefix_kept=engine.prefix_kept,
         prefix_breaks=engine.prefix_breaks,
         fits=v.fits,
         waiting=v.waiting,
         reids=engine.reids,
-        **tier_stats(engine.tiers, engine.emergencies),
+        **tier_stats(engine.tiers, c.emergencies),
     )
 
 
@@ -106,7 +109,8 @@ def tier_stats(t: Tiers | None, emergencies: int) -> dict[str, Any]:
     """The tiers' part of ``MemoryStats``."""
     if t is None:
         return {"recall": {"status": "off"}, "emergency_compactions": emergencies}
-    h = t.history
+    p = t.profile
+    h = p.history
     drift = None
     if t.drift is not None:
         last = t.drift.last
@@ -125,12 +129,13 @@ def tier_stats(t: Tiers | None, emergencies: int) -> dict[str, Any]:
         else {
             "count": 0 if h is None else len(h),
             "tokens": t.split.get("facts", 0),
-            "reserve": t.facts_tokens,
-            "extracted": t.extracted,
-            "version": t.version,
-            "unsaved": len(t.pending),
-            "saves": t.saves,
-            "conflicts": t.conflicts,
+            "reserve": p.tokens,
+            "extracted": p.extracted,
+            "version": p.version,
+            "unsaved": len(p.pending),
+            "saves": p.saves,
+            "conflicts": p.conflicts,
+            "degraded": p.degraded,
         },
         "drift": drift,
         "budget_split": dict(t.split),

@@ -34,16 +34,14 @@ from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
 from .._io import Gen, call, is_async_callable
-from ..errors import ConcurrentUpdate, ConfigError, ConvomemError
+from ..errors import ConfigError, ConvomemError
 from ..model import COMPRESSED_KEY, Message
 from ..recall.guarded import AsyncGuardedRecall, GuardedRecall
-from ..retry import RetryPolicy, retry_if_exception_type, stop_after_attempt, wait_none
 from ..summaries import Summary
-from ..summaries.keyed import KeyedFact
-from ..summaries.supersession import FactHistory
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ._tier_render import render_tiers, snippets_of
+from .profile import Profile
 from .view import Plan, View
 
 T = TypeVar("T")
@@ -56,10 +54,6 @@ QA-context hit rate was 85.8% at 5, 91.7% at 8, 92.5% at 10 and 12 (bench/README
 NEIGHBOURS: Final = 1
 """Turns on each side of a recalled hit shown with it: an answer is often the reply to
 (or the question before) the turn that matched."""
-SAVES: Final = RetryPolicy(
-    stop=stop_after_attempt(8), wait=wait_none(), retry=retry_if_exception_type(ConcurrentUpdate)
-)
-"""A facts save that loses to another session of the user re-reads, merges, saves again."""
 _GUARDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
@@ -129,20 +123,21 @@ class Tiers:
         self.extractor = extractor
         self.drift = drift
         self.facts_on = recall is not None or extractor is not None
-        self.facts_cap = int(limit * facts_share) if self.facts_on else 0
         self.recall_cap = int(limit * recall_share) if recall is not None else 0
         self.tok = tokenizer
-        self.history: FactHistory | None = None
-        self.version = 0
-        self.pending: list[str] = []  # ids extracted since the last save
-        self.facts_tokens = 0  # what the facts take rendered at their share (the reserve)
+        self.profile = Profile(
+            index=self.index,
+            extractor=extractor,
+            tokenizer=tokenizer,
+            cap=int(limit * facts_share) if self.facts_on else 0,
+            scope=scope,
+        )
         self.breaks: set[str] = set()  # drift boundaries: a summary segment starts there
         self.widen = False
         self.last_user: Message | None = None
         self.last_recall: dict[str, Any] = {"status": "off" if recall is None else "ok"}
         self.last_error: BaseException | None = None
-        self.saves = self.conflicts = self.segments_started = self.widened = 0
-        self.extracted = 0  # messages this memory handed to the extractor
+        self.segments_started = self.widened = 0
         self.split: dict[str, int] = {}
         self.to_index: list[tuple[list[Message], str | None, list[int] | None]] = []
 
@@ -158,7 +153,7 @@ class Tiers:
     def reserve(self) -> int:
         """Tokens the compaction keeps free for the tiers: the facts as they render now
         (an unused facts share goes to the history) and the recall share."""
-        return self.facts_tokens + self.recall_cap
+        return (self.profile.tokens if self.facts_on else 0) + self.recall_cap
 
     def note(self, m: Message) -> None:
         """A message entered the view: the newest user text is the default query."""
@@ -222,52 +217,10 @@ class Tiers:
 
         yield from self._recorded(attempt(), None)
 
-    def _load_facts(self) -> Gen[None]:
-        if self.history is not None:
-            return
-        if self.index is None:
-            self._loaded(FactHistory(extractor=self.extractor, tokenizer=self.tok))
-            return
-        h = yield call(
-            self.index.facts,
-            self.user_id,
-            tenant=self.tenant,
-            extractor=self.extractor,
-            tokenizer=self.tok,
-        )
-        self._loaded(h)
-
-    def _loaded(self, h: FactHistory) -> None:
-        self.history, self.version, self.pending = h, int(getattr(h, "version", 0)), []
-        self._refacts()
-
-    def _refacts(self) -> None:
-        h = self.history
-        self.facts_tokens = 0
-        if h is not None and len(h):
-            text = h.render(max(0, self.facts_cap - 8))
-            self.facts_tokens = min(self.facts_cap, self.tok.count(text) + 8) if text else 0
-
     def extract(self, messages: list[Message]) -> Gen[None]:
         """Extract the facts of messages not read before (each id once)."""
-        if not self.facts_on or not messages:
-            return
-
-        def attempt() -> Gen[None]:
-            yield from self._load_facts()
-            h = self.history
-            assert h is not None
-            new = h.unseen(messages)
-            if new:
-                changed = yield call(
-                    h.add_messages, new, session_id=self.session_id, afn=h.aadd_messages
-                )
-                self.extracted += len(new)
-                self.pending += [m.id for m in new]
-                if changed:
-                    self._refacts()
-
-        yield from self._recorded(attempt(), None)
+        if self.facts_on and messages:
+            yield from self._recorded(self.profile.extract(messages), None)
 
     def loaded(self, replayed: list[Message], kept: list[Message]) -> Gen[None]:
         """After a (re)load: the newest user text, the facts read once, the replayed
@@ -278,7 +231,7 @@ class Tiers:
                     self.last_user = m
                     break
         if self.facts_on:
-            yield from self._recorded(self._load_facts(), None)
+            yield from self._recorded(self.profile.load(), None)
             yield from self.extract(replayed)
         yield from self._ingest()
 
@@ -301,8 +254,8 @@ class Tiers:
     def after_add(self, compacted: bool) -> Gen[None]:
         """After an add was accepted: index what left the view; save the facts."""
         yield from self._ingest()
-        if compacted and self.pending:
-            yield from self._recorded(self._save(), None)
+        if compacted and self.profile.pending:
+            yield from self._recorded(self.profile.save(), None)
 
     def _ingest(self) -> Gen[None]:
         todo, self.to_index = self.to_index, []
@@ -325,49 +278,6 @@ class Tiers:
             kind=kind,
         )
 
-    def _save(self) -> Gen[None]:
-        if self.index is None or not self.pending or self.history is None:
-            return
-
-        def attempt() -> Gen[None]:
-            try:
-                self.version = yield call(
-                    self.index.save_facts,
-                    self.user_id,
-                    self.history,
-                    tenant=self.tenant,
-                    expected_version=self.version,
-                )
-            except ConcurrentUpdate:
-                self.conflicts += 1
-                fresh = yield call(
-                    self.index.facts,
-                    self.user_id,
-                    tenant=self.tenant,
-                    extractor=self.extractor,
-                    tokenizer=self.tok,
-                )
-                self.history, self.version = self._merged(fresh), fresh.version
-                self._refacts()
-                raise
-            self.pending, self.saves = [], self.saves + 1
-
-        with contextlib.suppress(ConcurrentUpdate):  # lost every race: pending for the next
-            yield from SAVES.retried(attempt)
-
-    def _merged(self, fresh: FactHistory) -> FactHistory:
-        """``fresh`` (another session's save) plus what this one extracted since its
-        last save: the same messages are not extracted again."""
-        mine = self.history
-        assert mine is not None
-        ids = set(self.pending)
-        state = fresh.state()
-        state["seen"] = [*state["seen"], *(i for i in self.pending if i not in fresh)]
-        out = type(fresh).from_state(state, extractor=self.extractor, tokenizer=self.tok)
-        rows = mine.state()["facts"]
-        out.add(KeyedFact.from_dict(r, "facts") for r in rows if r.get("message_id") in ids)
-        return out
-
     def flush(self) -> Gen[None]:
         """Index what waits, wait for the index (its failure is raised), save the facts."""
         yield from self._ingest()
@@ -376,7 +286,7 @@ class Tiers:
             aflush = getattr(index, "aflush", None)  # an async index has only this one
             flush: Any = getattr(index, "flush", None) or aflush
             yield call(flush, afn=aflush)
-        yield from self._save()
+        yield from self.profile.save()
 
     # -- the context --------------------------------------------------------------------
 
@@ -476,8 +386,8 @@ class Tiers:
         neighbouring turns (``Hit.context``) follow the hits, each shown once, in the
         room the hits leave."""
         snippets = snippets_of(hits, in_view)
-        facts_room = min(self.facts_cap, room)
-        h = self.history if self.facts_on else None
+        facts_room = min(self.profile.cap, room)
+        h = self.profile.history if self.facts_on else None
         msg, facts, recalled, lines = render_tiers(
             self.tok, h, snippets, facts_room, min(self.recall_cap, room), room, self.session_id
         )

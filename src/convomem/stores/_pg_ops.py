@@ -265,6 +265,20 @@ def get_counts(
     return {py_id(r[NCOLS]): decode_counts(r[NCOLS + 1]) for r in rows if r[NCOLS] is not None}
 
 
+def tenant_counts(tx: Tx, user_id: str | None) -> Generator[Q, Any, dict[str | None, int]]:
+    """Live sessions per tenant (None: no tenant), of ``user_id`` when given."""
+    where = "(expires_at IS NULL OR expires_at > %s)"
+    params: list[Any] = [tx.now]
+    if user_id is not None:
+        where += " AND user_id = %s"
+        params.append(user_id)
+    rows = yield Q.all(
+        f"SELECT tenant, count(*) FROM {tx.sessions} WHERE {where} GROUP BY tenant",
+        tuple(params),
+    )
+    return {(r[0] or None): int(r[1]) for r in rows}
+
+
 def list_sessions(
     tx: Tx, tenant: str, user_id: str | None, before: int | None, limit: int
 ) -> Generator[Q, Any, tuple[list[SessionInfo], str | None]]:

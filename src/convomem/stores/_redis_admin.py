@@ -95,6 +95,29 @@ def list_sessions(
     return [i for _, i in found], cursor
 
 
+def tenant_counts(ctx: Ctx, user_id: str | None) -> Gen[dict[str | None, int]]:
+    """Live sessions per tenant (None: no tenant), of ``user_id`` when given: the
+    entries of each tenant's index (the owner's, with ``user_id``) whose session is there
+    and alive, read a chunk at a time."""
+    out: dict[str | None, int] = {}
+    parts = yield Command(("SMEMBERS", f"{ctx.prefix}:tenants"))
+    for part in sorted(_text(p) for p in parts):
+        tenant = tenant_of(part)
+        index = index_keys(ctx.prefix, tenant, user_id)[1]
+        n = start = 0
+        while True:
+            raw = yield Command(("ZRANGE", index, start, start + _CHUNK - 1, "WITHSCORES"))
+            pairs = _pairs(raw)
+            metas = yield from _metas(ctx, tenant, [sid for sid, _ in pairs])
+            n += sum(_alive(ctx, f) and (user_id is None or _text(f[0]) == user_id) for f in metas)
+            if len(pairs) < _CHUNK:
+                break
+            start += _CHUNK
+        if n:
+            out[tenant or None] = n
+    return out
+
+
 def _unindex(ctx: Ctx, tenant: str, session_id: str, owner: str, order: str) -> Gen[None]:
     everyone, mine, _ = index_keys(ctx.prefix, tenant, owner or None)
     keys = (everyone, mine) if owner else (everyone,)

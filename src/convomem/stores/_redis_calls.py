@@ -228,6 +228,11 @@ def sessions_op(
     return partial(admin.list_sessions, tenant=ten, user_id=uid, before=before, limit=n)
 
 
+def tenant_counts_op(user_id: object) -> ops.Op[dict[str | None, int]]:
+    uid = check_name("user_id", user_id, optional=True)
+    return partial(admin.tenant_counts, user_id=uid)
+
+
 def delete_session_op(session_id: object, user_id: object, tenant: object) -> ops.Op[bool]:
     return partial(admin.delete_session, key=check_session_key(session_id, user_id, tenant))
 

@@ -194,6 +194,11 @@ def sessions_call(
     return Call(lambda tx: ops.list_sessions(tx, ten, uid, before, n), False)
 
 
+def tenant_counts_call(user_id: object) -> Call[dict[str | None, int]]:
+    uid = check_name("user_id", user_id, optional=True)
+    return Call(lambda tx: ops.tenant_counts(tx, uid), False)
+
+
 def delete_session_call(session_id: object, user_id: object, tenant: object) -> Call[bool]:
     key = check_session_key(session_id, user_id, tenant)
     return Call(lambda tx: writes.delete_session(tx, key), True)

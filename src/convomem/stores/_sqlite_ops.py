@@ -260,6 +260,20 @@ def get_counts(tx: Tx, key: Key, ids: list[str] | None) -> dict[str, dict[str, i
 # -- the database -----------------------------------------------------------------------
 
 
+def tenant_counts(tx: Tx, user_id: str | None) -> dict[str | None, int]:
+    """Live sessions per tenant (None: no tenant), of ``user_id`` when given."""
+    where = "(expires_at IS NULL OR expires_at > ?)"
+    params: list[Any] = [tx.now]
+    if user_id is not None:
+        where += " AND user_id = ?"
+        params.append(user_id)
+    rows = tx.conn.all(
+        f"SELECT tenant, count(*) FROM convomem_sessions WHERE {where} GROUP BY tenant",
+        tuple(params),
+    )
+    return {(r[0] or None): int(r[1]) for r in rows}
+
+
 def list_sessions(
     tx: Tx, tenant: str, user_id: str | None, before: int | None, limit: int
 ) -> tuple[list[SessionInfo], str | None]:

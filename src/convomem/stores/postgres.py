@@ -51,6 +51,7 @@ from ._pg_calls import (
     erase_user_call,
     sessions_call,
     sweep_call,
+    tenant_counts_call,
 )
 from ._pg_schema import migrate
 from ._pg_settings import (
@@ -230,6 +231,12 @@ class PostgresDatabase:
         """Sessions of ``tenant`` (of ``user_id`` when given), newest created first;
         pass the returned cursor back for the next page (None: no more)."""
         return self._run(sessions_call(user_id, tenant, cursor, limit))
+
+    def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
+        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
+        reads every session's record: for administration (``convomem sessions list``
+        says where sessions are), not for a request path."""
+        return self._run(tenant_counts_call(user_id))
 
     def delete_session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None

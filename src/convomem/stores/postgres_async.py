@@ -29,6 +29,7 @@ from ._pg_calls import (
     erase_user_call,
     sessions_call,
     sweep_call,
+    tenant_counts_call,
 )
 from ._pg_schema import migrate
 from ._pg_settings import AsyncConnectionPool, Counter, Settings, psycopg
@@ -176,6 +177,12 @@ class AsyncPostgresDatabase:
     ) -> tuple[list[SessionInfo], str | None]:
         """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
         return await self._arun(sessions_call(user_id, tenant, cursor, limit))
+
+    async def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
+        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
+        reads every session's record: for administration (``convomem sessions list``
+        says where sessions are), not for a request path."""
+        return await self._arun(tenant_counts_call(user_id))
 
     async def delete_session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None

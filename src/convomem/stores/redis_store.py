@@ -55,6 +55,7 @@ from ._redis_calls import (
     parse_target,
     sessions_op,
     sweep_op,
+    tenant_counts_op,
     translate,
 )
 from ._session_api import SessionAPI
@@ -200,6 +201,12 @@ class RedisDatabase:
     ) -> tuple[list[SessionInfo], str | None]:
         """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
         return self._run(sessions_op(user_id, tenant, cursor, limit))
+
+    def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
+        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
+        reads every session's record: for administration (``convomem sessions list``
+        says where sessions are), not for a request path."""
+        return self._run(tenant_counts_op(user_id))
 
     def delete_session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None

@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import ConfigError
 
-__all__ = ["BUILT_SCHEMES", "StoreURL", "parse_store_url", "redact_url"]
+__all__ = ["BUILT_SCHEMES", "DEFAULT_STORE", "StoreURL", "parse_store_url", "redact_url"]
 
 BUILT_SCHEMES: Final = (
     "sqlite",
@@ -42,6 +42,11 @@ BUILT_SCHEMES: Final = (
     "postgres",
 )
 """Schemes this version opens."""
+
+DEFAULT_STORE: Final = "sqlite:///convomem.db"
+"""The store of every command (``serve``, ``keys``, ``sessions``) given no ``--store``
+and no ``$CONVOMEM_STORE``, and of ``Settings()``: a SQLite file in the working
+directory, nothing to install."""
 
 _PASSWORD: Final = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@]*):[^@/?#]*@")
 

@@ -27,7 +27,7 @@ from .adapter import SummarizerAdapter
 from .extraction import extract_message
 from .ledger import FactLedger
 from .stats import SummaryStats
-from .summary import SEGMENT_KEY, Summary, clip_to_tokens, render_summary, transcript
+from .summary import SEGMENT_KEY, Summary, fit_whole, join_unique, render_summary, transcript
 
 T = TypeVar("T")
 
@@ -110,7 +110,7 @@ class _Engine(_Validating):
 
     @staticmethod
     def _join(segments: Iterable[_Seg]) -> str:
-        return "\n\n".join(s.summary.text for s in segments if s.summary.text)
+        return join_unique(s.summary.text for s in segments if s.summary.text)
 
     def _make_seg(
         self,
@@ -263,7 +263,7 @@ class _Engine(_Validating):
             elif len(segments) == 1 and segments[0].seq not in pending:
                 only = segments[0].summary
                 measure = functools.partial(self._measure_text, facts_block=block)
-                text = clip_to_tokens(only.text, self.reserve, measure)
+                text = fit_whole(only.text, self.reserve, measure)
                 self._stats.truncations += 1
                 tokens = self._measure_text(text, "")
                 return (_Seg(replace(only, text=text, tokens=tokens), segments[0].seq),)
@@ -372,7 +372,7 @@ class _Engine(_Validating):
         tokens = self._measure_text(text, block)
         if tokens > self.reserve:
             # Only while background summaries are pending: show a clipped narrative.
-            text = clip_to_tokens(text, self.reserve, lambda t: self._measure_text(t, block))
+            text = fit_whole(text, self.reserve, lambda t: self._measure_text(t, block))
             tokens = self._measure_text(text, block)
         summary = Summary(
             text,

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._fact import FACTS_HEADER, KIND_VALUE, KINDS, Fact
+from ._fact import FACTS_HEADER, KINDS, Fact, label, value_of
 
 Rank = tuple[int, int, int]
 
@@ -35,9 +35,9 @@ class Entry:
 
 
 def rank(e: Entry) -> Rank:
-    """Higher is better: source tier, then kind value plus mentions (up to +2), then
-    the later first-seen."""
-    return (e.tier, KIND_VALUE[e.fact.kind] + min(e.mentions - 1, 2), e.seq)
+    """Higher is better: source tier, then kind value (``value_of``) plus mentions (up to
+    +2), then the later first-seen."""
+    return (e.tier, value_of(e.fact) + min(e.mentions - 1, 2), e.seq)
 
 
 def _neg(r: Rank) -> Rank:
@@ -59,7 +59,7 @@ class Selection:
         self.stored = 0
         self.fixed = count(FACTS_HEADER + "\n")
         self.reserve = count(f"\n({max_facts} more facts omitted)")
-        self.kind_cost = {k: count(f"- {k}: ") + count("\n") for k in KINDS}
+        self.kind_cost = {k: count(label(k)) + count("\n") for k in KINDS}
         self.all_kinds: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.all_kind_cost = 0
         self.sel_kinds: dict[str, int] = dict.fromkeys(KINDS, 0)

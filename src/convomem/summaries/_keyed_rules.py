@@ -1,24 +1,50 @@
-"""The offline extractor's rules: what a user says about themself, what a tool returned.
+"""The offline extractor's rules for what a user says about themself.
 
 ``user_facts(text, when)`` reads first-person statements in English, Spanish, French and
 German ("my name is", "me llamo", "je m'appelle", "ich heiße"; "I live in"; "I don't
 like"; "allergic to"; "I have two kids"; "my X is Y" with relative dates resolved
-against ``when``). ``tool_facts(text)`` reads the fields of a tool result (JSON,
-``key=value`` pairs, ``Label: value``). Both return ``(attribute, value)`` pairs, first
-mention of an attribute first. Every pattern is bounded (no nested unbounded repeats)
-and texts are cut to ``MAX_TEXT`` characters, so a hostile message costs linear time.
+against ``when``), clause by clause (``_clauses``: "I'm allergic to peanuts and live in
+Oslo" is two statements), and the rest of the profile (``_profile_rules``: people and
+pets, contact preferences and refusals, health, jobs, addresses, dated events). It
+returns ``(attribute, value)`` pairs, first mention of an attribute first.
+``value_changes`` and ``correction`` read changes ("I moved from Lisbon to Porto",
+"it's 80202, not 80203", "Sorry, typo: it's Chen") that ``FactHistory`` applies. Every
+pattern is bounded (no nested unbounded repeats) and texts are cut to ``MAX_TEXT``
+characters, so a hostile message costs linear time. Tool results: ``_tool_rules``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Final
 
+from . import _profile_rules as profile
+from ._changes import END as _END
+from ._changes import (
+    change_attribute,
+    clip,
+    correction,
+    shape,
+    value_changes,
+    value_corrections,
+)
+from ._clauses import clauses, sentences
 from ._patterns import EMAIL
+from ._tool_rules import MAX_TOOL_FIELDS, tool_facts
 from ._words import NUMBER_WORD, RELATIVE_DATE, number_value, resolve_date
 from .keyed import norm_attribute, norm_object
+
+__all__ = [
+    "MAX_TEXT",
+    "MAX_TOOL_FIELDS",
+    "correction",
+    "shape",
+    "tool_facts",
+    "user_facts",
+    "value_changes",
+    "value_corrections",
+]
 
 MAX_TEXT: Final = 8_192
 MAX_VALUE: Final = 80
@@ -35,11 +61,6 @@ _NAME_CAP = rf"{_NAME_WORD}(?:\s+(?:(?:van|von|de|da|del|la|le|di|du)\s+)?{_NAME
 _NAME_ANY = rf"(?:{_NAME_CAP}|[a-zà-ÿ]{{2,30}}(?:\s+[a-zà-ÿ]{{2,30}})?(?=\s*(?:[,.!?]|$)))"
 _PLACE = rf"(?:{_NAME_CAP}|[a-zà-ÿ]{{2,30}})"
 _IM = r"i(?:'m|’m|\s+am)"
-_END = (
-    r"(?=\s+(?:over|than|because|but|since|when|if|instead|pero|porque|mais|parce|aber|weil)\b"
-    r"|\s+(?i:and|y|et|und)\s+(?i:i|we|my|yo|mi|je|j['’]|mon|ich|mein)(?![\w])"
-    r"|\s*[,.;!?\n]|\s*$)"
-)
 _OBJ = rf"(?P<o>[^,.;!?\n]{{1,60}}?){_END}"
 
 _NAME = re.compile(
@@ -52,25 +73,33 @@ _NOT_A_NAME: Final = _set(
     "Still Also Really Very Looking Trying Going Afraid Glad Happy Sure Interested New "
     "Living Moving Calling Writing Working"
 )
+_NOT_NICKNAMES: Final = _set(
+    "back later tomorrow tonight today again anytime soon now anything whatever when if after "
+    "before at on in please maybe sometime any first right asap"
+)
 _IM_NAME = re.compile(
     rf"(?i:\b(?:{_IM}|this\s+is))\s+(?P<v>{_NAME_CAP})"
     r"(?=\s*(?:[,.!?]|$|\s+(?:and|from|here)\b))"
 )
 _NICK = re.compile(
-    r"(?i:\b(?:call\s+me|i\s+go\s+by|people\s+call\s+me|everyone\s+calls\s+me|llámame"
+    r"(?i:\b(?:calls?\s+me|i\s+go\s+by|known\s+as|llámame"
     r"|appelle[sz]?-moi|nenn\s+mich|nennen\s+sie\s+mich))"
     rf"\s+(?P<v>{_NAME_ANY})"
 )
 _CITY = re.compile(
     r"(?i:\b(?:(?:i|we)\s+(?:now\s+|currently\s+|still\s+|just\s+|recently\s+|actually\s+)?"
-    r"(?:live|moved|have\s+moved|relocated|have\s+relocated|reside)"
+    r"(?:live|moved|have\s+moved|relocated|have\s+relocated|reside"
+    rf"|moved\s+from\s+{_PLACE}(?=\s+to\b))"
     rf"|(?:{_IM}|we(?:'re|’re|\s+are))\s+(?:now\s+|currently\s+)?(?:based|living|located)"
     r"|i['’]ve\s+moved|we['’]ve\s+moved|vivo|me\s+mudé|nos\s+mudamos|j['’]habite|je\s+vis"
     r"|on\s+habite|ich\s+wohne|ich\s+lebe|wir\s+wohnen|ich\s+bin\s+nach)"
     r"\s+(?:in|to|en|à|a|au|nach))"
     rf"\s+(?P<v>{_PLACE})"
 )
-_PHONE = re.compile(r"(?<![\w+])(?:\+?\d{1,3}[\s.-]?)?\(?\d{3}\)?[\s.-]?\d{3}[\s.-]?\d{4}(?!\w)")
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,5}"
+    r"|(?:\d{1,3}[\s.-]?)?\(?\d{3}\)?[\s.-]?\d{3}[\s.-]?\d{4})(?![\w])"
+)
 _MY = re.compile(
     r"(?i:\b(?:my|our|mi|mis|mon|ma|mein|meine|unser|unsere))\s+"
     r"(?P<a>[\wÀ-ÿ'’-]{2,30}(?:\s+[\wÀ-ÿ'’-]{2,30}){0,3}?)"
@@ -78,25 +107,46 @@ _MY = re.compile(
 )
 _MY_SKIP: Final = _set(
     "name nombre nom bad fault guess question point problem pleasure apologies turn "
-    "concern issue idea thought opinion understanding impression hope plan goal"
+    "concern issue idea thought opinion understanding impression hope goal day week "
+    "life head heart mind time schedule mistake advice feeling sense gut"
 )
-_VALUE_CUT = re.compile(
-    r",?\s+(?i:and|but|y|pero|et|mais|und|aber|so)\s+(?i:i|we|my|yo|je|j['’]|ich|mi|mon)\b"
-    r"|,\s+(?i:please|thanks|thank|gracias|merci|danke)\b"
+# A "my X is Y" value starting with one of these words describes a state, not a value
+# ("my desk is right next to the printer", "my knee is a bit sore").
+_STATE_START: Final = _set(
+    "a-bit a-little a-lot kind sort pretty quite really very so too not no always never still "
+    "just also right up down out off over back away here there fine good great ok okay busy "
+    "tired sore sick late early broken full empty closed open sure ready done bad better worse "
+    "same different similar like about around almost probably maybe actually currently that "
+    "this what how why one the your his her their our my it its on in at to for from by into "
+    "onto near next under with without important key awesome amazing great nice cool "
+    "beautiful wonderful hard tough easy crucial essential everything huge big small "
+    "special perfect fun interesting exciting incredible fantastic terrible awful lovely "
+    "cute adorable sweet happy sad proud lucky blessed grateful thankful"
 )
+_VALUE_TAIL = re.compile(
+    r"\s+(?i:in\s+case|if|so\s+that|so|because|since|which|who|when|but|though|although"
+    r"|as\s+long\s+as|for\s+now|by\s+the\s+way|btw)\b"
+)
+_LEAD = re.compile(r"(?i:^(?:now|still|currently|actually|officially)\s+)")
+_PREP = re.compile(r"(?i:^(?:with|at|on|in)\s+)(?=[A-Z0-9+(])")
+_PARTICLES: Final = _set("de da das do dos del la le di du van von of the y")
 _REL = re.compile(rf"(?i:{RELATIVE_DATE})")
 _PREF_POS = re.compile(
     r"(?i:\bi\s+(?:really\s+|also\s+|just\s+|absolutely\s+|do\s+|still\s+|totally\s+"
     r"|truly\s+|actually\s+){0,3}(?:like|love|enjoy|adore|prefer)"
     rf"|\b{_IM}\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of"
+    rf"|\b{_IM}\s+(?:really\s+|so\s+|very\s+)?(?:passionate\s+about|interested\s+in)"
+    rf"|\b{_IM}\s+(?:now\s+|currently\s+|also\s+)?(?P<learn>learning)(?:\s+how)?(?:\s+to)?"
     r"|(?<!\bno\s)\bme\s+(?:gusta|gustan|encanta|encantan)|\bj['’](?:aime|adore)"
     r"|\bich\s+(?:mag|liebe)(?!\s+kein))"
     rf"\s+{_OBJ}"
 )
 _PREF_NEG = re.compile(
     r"(?i:\bi\s+(?:really\s+|just\s+|still\s+|also\s+){0,2}(?:don['’]t|do\s+not|can['’]t"
-    r"|cannot|never|no\s+longer)\s+(?:really\s+)?(?:like|love|enjoy|stand|eat|drink)"
+    r"|cannot|never|no\s+longer)\s+(?:really\s+)?(?:like|love|enjoy|stand)"
     r"|\bi\s+(?:really\s+|also\s+)?(?:hate|dislike|detest|loathe)"
+    r"|\bi\s+(?:really\s+|just\s+|still\s+|also\s+){0,2}(?:don['’]t|do\s+not|never|no\s+longer"
+    r"|can['’]t|cannot)\s+(?P<avoid>eat|drink)"
     rf"|\b{_IM}\s+not\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of"
     r"|\bno\s+me\s+(?:gusta|gustan)|\b(?:yo\s+)?odio|\bje\s+n['’]aime\s+pas|\bje\s+déteste"
     r"|\bich\s+mag(?=\s+kein)|\bich\s+hasse)"
@@ -115,7 +165,8 @@ _ALLERGY = re.compile(
 _ALLERGY_NOUN = re.compile(r"(?i:\b(?:a|an)\s+(?P<o>[a-z]{3,20})\s+allergy\b)")
 _DIET = re.compile(
     rf"(?i:\b(?:{_IM}|soy|je\s+suis|ich\s+bin)\s+(?:a\s+|strictly\s+|strict\s+|on\s+an?\s+)?"
-    r"|\bi\s+(?:only\s+|mostly\s+|now\s+|strictly\s+)?(?:eat|keep|follow\s+an?)\s+)"
+    r"|\bi\s+(?:only\s+|mostly\s+|now\s+|strictly\s+)?(?:eat|keep|follow\s+an?)\s+"
+    r"|\b(?:i|we)\s+(?:just\s+|recently\s+|finally\s+)?(?:went|became|turned|have\s+gone|['’]ve\s+gone)\s+)"
     r"(?P<v>(?i:vegetarian[oa]?|vegan[oa]?|pescatarian|végétarien(?:ne)?|végane?"
     r"|vegetarier(?:in)?|veganer(?:in)?|lactose[- ]intolerant|gluten[- ]free|celiac|coeliac"
     r"|diabetic|kosher|halal))\b"
@@ -133,6 +184,7 @@ _EMPLOYER = re.compile(
     r"(?i:\bi\s+(?:now\s+|still\s+)?work\s+(?:at|for)"
     r"|\bi\s+(?:just\s+|recently\s+)?(?:started|began)\s+(?:a\s+new\s+job\s+|working\s+)?at"
     rf"|\b{_IM}\s+(?:now\s+)?employed\s+(?:at|by)|\bi\s+got\s+a\s+job\s+(?:at|with)"
+    r"|\bi\s+(?:just\s+|recently\s+|have\s+)?joined"
     rf"|\bi\s+(?:just\s+)?(?:left|quit)\s+{_NAME_CAP}\s+(?:and|to)\s+"
     r"(?:started\s+at|start\s+at|joined|join))"
     rf"\s+(?P<e>{_NAME_CAP})"
@@ -160,39 +212,8 @@ _EVENT = re.compile(
 )
 
 
-_CHANGE = re.compile(
-    r"(?i:\b(?:i|we)\s+(?:just\s+|recently\s+|finally\s+|have\s+|['’]ve\s+)?"
-    r"(?:switched|changed|moved|went|upgraded|downgraded|transferred|swapped)\s+from)\s+"
-    r"(?P<old>[^,.;!?\n]{1,60}?)\s+(?i:to|for)\s+(?P<new>[^,.;!?\n]{1,60}?)" + _END
-)
-_WHEN_TAIL = re.compile(
-    r"(?i:\s+(?:(?:this|last|next)\s+(?:week|weekend|month|year)|today|yesterday|now"
-    r"|recently|lately|on\s+\w+day))+$"
-)
-
-
-def value_changes(text: str) -> list[tuple[str, str]]:
-    """``(old, new)`` values a user says they changed ("I switched from FitLab to Iron
-    Temple this month" -> ``("FitLab", "Iron Temple")``): the attribute is whatever
-    fact holds the old value, which only the fact history knows."""
-    if "from" not in text.lower():
-        return []
-    out = []
-    for m in _CHANGE.finditer(text[:MAX_TEXT]):
-        old, new = _clip(m.group("old")), _clip(_WHEN_TAIL.sub("", m.group("new")))
-        if old and new and len(new) <= MAX_VALUE:
-            out.append((old, new))
-    return out
-
-
-def _clip(value: str) -> str:
-    value = _VALUE_CUT.split(value, maxsplit=1)[0]
-    return " ".join(value.split()).strip(" .,!;:\"'")
-
-
-def _sentences(text: str) -> Iterator[str]:
-    """Sentences: a ``.``/``!``/``?`` followed by a space or the end, or a line break."""
-    yield from (s for s in re.split(r"(?<=[.!?;])\s+|\n+", text) if s.strip())
+_BRAND = r"[A-Z][\w&'’-]{0,30}"
+_BANK = re.compile(rf"(?i:\bi\s+bank\s+(?:with|at))\s+(?P<v>{_BRAND}(?:\s+{_BRAND}){{0,2}})")
 
 
 def _number(text: str) -> str | None:
@@ -200,41 +221,76 @@ def _number(text: str) -> str | None:
     return None if n is None else str(n)
 
 
-def _value(raw: str, when: float | None) -> str:
-    """A "my X is Y" value: a relative date resolved, a number word as digits."""
-    v = _clip(raw)
+def _value(raw: str, when: float | None) -> str | None:
+    """A "my X is Y" value: a relative date resolved, a number word as digits, an id or
+    a name without what follows it; None when it describes a state ("right next to the
+    printer", "a bit sore", "traveling to Tokyo")."""
+    v = _VALUE_TAIL.split(clip(raw), maxsplit=1)[0]
+    v = _PREP.sub("", _LEAD.sub("", v, count=1), count=1).strip(" .,!;:\"'")
+    if not v:
+        return None
     if _REL.fullmatch(v):
         return resolve_date(v, when) or v
-    return _number(v) or v
+    number = None if v[:1].isdigit() else _number(v)  # "seven" -> 7; "02193" stays as said
+    if number is not None:
+        return number
+    words = v.split()
+    if v[0].isdigit() or v[0] in "+(" or "@" in words[0] or v[0].isupper():
+        kept = [words[0]]
+        for w in words[1:]:
+            if not (w[0].isupper() or any(c.isdigit() for c in w) or w in _PARTICLES):
+                break
+            kept.append(w)
+        return " ".join(kept).rstrip(" ,.;:")
+    first = words[0].casefold()
+    two = "-".join(x.casefold() for x in words[:2])
+    if len(words) > 4 or first in _STATE_START or two in _STATE_START:
+        return None
+    if first.endswith(("ing", "ed")) and first not in ("red", "bed", "wing", "king", "ring"):
+        return None
+    return v
 
 
 def user_facts(text: str, when: float | None) -> list[tuple[str, str]]:
-    """What a user states about themself in ``text`` (said at epoch ``when``)."""
+    """What a user states about themself in ``text`` (said at epoch ``when``), clause
+    by clause; a street address by sentence."""
     out: list[tuple[str, str]] = []
     lower = text == text.casefold()
-    for s in _sentences(text[:MAX_TEXT]):
-        out.extend(_sentence_facts(s, when, lower))
+    for s in sentences(text[:MAX_TEXT]):
+        if any(c.isdigit() for c in s):
+            out.extend(profile.address(s))
+        for c in clauses(s):
+            out.extend(_clause(c, when, lower))
     return out
 
 
-# Words without one of which a rule cannot match (checked on the lowercased sentence):
-# most sentences skip most rules, which keeps a message's cost near one pass per rule.
+# Words without one of which a rule cannot match (checked on the lowercased clause):
+# most clauses skip most rules, which keeps a message's cost near one pass per rule.
 _GATES: Final[dict[str, tuple[str, ...]]] = {
     "name": ("name", "llamo", "nombre", "appelle", "nom ", "heiß", "heiss"),
     "im": ("i'm", "i’m", "i am", "this is"),
-    "nick": ("call", "go by", "llám", "appelle", "nenn"),
+    "nick": ("call", "go by", "known as", "llám", "appelle", "nenn"),
     "city": ("live", "moved", "reloc", "resid", "based", "living", "located", "vivo", "mud",
              "habite", "vis ", "wohne", "lebe", "nach"),
     "allergy": ("allerg", "alérg"),
-    "pref": ("like", "love", "enjoy", "ador", "prefer", "fan ", "gust", "encant", "aime",
+    "pref": ("like", "love", "enjoy", "ador", "prefer", "fan ", "gust", "encant", "aime", "learn",
+             "passion", "interest",
              "mag", "lieb", "hate", "dislike", "detest", "loath", "stand", "odio", "détest",
-             "hasse"),
+             "hasse", "eat", "drink"),
     "diet": ("veg", "pesc", "lactose", "gluten", "celiac", "coeliac", "diabet", "kosher",
              "halal", "végé", "végan"),
-    "job": ("work", "travaille", "arbeite", "trabajo", " at ", " for ", "employ", "join"),
+    "job": ("work", "travaille", "arbeite", "trabajo", " at ", " for ", "employ", "join",
+            "bank"),
+    "named_job": ("i'm a", "i’m a", "i am a", "as a", "as an", "became", "become", "trained"),
     "age": ("old", "age", "años", "ans", "jahre", "turned"),
     "count": ("have", "own", "got", "tengo", "j'ai", "j’ai", "habe"),
     "my": ("my ", "our ", "mi ", "mis ", "mon ", "ma ", "mein", "unser"),
+    "people": ("my ", "our ", "named", "called", "name"),
+    "contact": ("call", "phone", "ring", "text", "email", "e-mail", "mail", "message",
+                "contact", "sms", "only", "reach", "app", "gram", "signal", "book", "slack",
+                "linkedin", "chat", "viber"),
+    "health": ("have", "had", "get", "suffer", "live with", "deal", "got", "diagnos",
+               "treated"),
 }  # fmt: skip
 
 
@@ -242,21 +298,36 @@ def _gate(low: str, rule: str) -> bool:
     return any(w in low for w in _GATES[rule])
 
 
-def _sentence_facts(s: str, when: float | None, lower: bool) -> Iterator[tuple[str, str]]:
-    low = s.lower()
-    yield from _identity(s, low, lower)
-    if "@" in s:
-        for m in EMAIL.finditer(s):
+def _clause_facts(c: str, when: float | None, lower: bool) -> Iterator[tuple[str, str]]:
+    low = c.lower()
+    yield from _identity(c, low, lower)
+    if "@" in c:
+        for m in EMAIL.finditer(c):
             yield "email", m.group()
-    if sum(c.isdigit() for c in s[:4096]) >= 7:
-        for m in _PHONE.finditer(s):
-            yield "phone", m.group()
-    yield from _likes(s, low)
-    yield from _about(s, low)
+    if sum(ch.isdigit() for ch in c[:4096]) >= 7:
+        for m in _PHONE.finditer(c):
+            if 7 <= sum(ch.isdigit() for ch in m.group()) <= 15:
+                yield "phone", m.group()
+    yield from _likes(c, low)
+    yield from _about(c, low)
+    if _gate(low, "people"):
+        yield from profile.people(c)
+    if _gate(low, "contact"):
+        yield from profile.contact(c)
+    if _gate(low, "health"):
+        yield from profile.health(c)
     if _gate(low, "count"):
-        yield from _counts(s, when)
+        yield from _counts(c, when)
     if _gate(low, "my"):
-        yield from _my(s, when)
+        yield from _my(c, when)
+    yield from change_attribute(c)
+
+
+def _clause(c: str, when: float | None, lower: bool) -> list[tuple[str, str]]:
+    """A clause's facts; an event on a relative date only when nothing else was read
+    ("I moved to Porto last month" is the city, not an event)."""
+    out = list(_clause_facts(c, when, lower))
+    return out or list(profile.event(c, when))
 
 
 def _identity(s: str, low: str, lower: bool) -> Iterator[tuple[str, str]]:
@@ -274,7 +345,11 @@ def _identity(s: str, low: str, lower: bool) -> Iterator[tuple[str, str]]:
                     yield "name", m.group(1)
     if _gate(low, "nick"):
         for m in _NICK.finditer(s):
-            yield "nickname", m.group("v")
+            before = low[max(0, m.start() - 12) : m.start()]
+            said = m.group("v")
+            refused = re.search(r"(?:n['’]t|never|not|no)\s+(?:\w+\s+)?$", before)
+            if not refused and said.split()[0].casefold() not in _NOT_NICKNAMES:
+                yield "nickname", said
     if _gate(low, "city"):
         for m in _CITY.finditer(s):
             yield "city", m.group("v")
@@ -288,9 +363,12 @@ def _likes(s: str, low: str) -> Iterator[tuple[str, str]]:
             yield from _object_fact("allergy", m.group("o"), "yes")
     if _gate(low, "pref"):
         for m in _PREF_NEG.finditer(s):
-            yield from _object_fact("pref", m.group("o"), "dislikes")
+            said = "avoids" if m.group("avoid") else "dislikes"
+            yield from _object_fact("pref", m.group("o"), said)
         for m in _PREF_POS.finditer(s):
-            yield from _object_fact("pref", m.group("o"), "likes")
+            yield from _object_fact(
+                "pref", m.group("o"), "learning" if m.group("learn") else "likes"
+            )
     if _gate(low, "diet"):
         for m in _DIET.finditer(s):
             yield "diet", m.group("v").casefold()
@@ -300,11 +378,15 @@ def _about(s: str, low: str) -> Iterator[tuple[str, str]]:
     if _gate(low, "job"):
         for pattern in (_JOB, _JOB_AT):
             for m in pattern.finditer(s):
-                yield "job", _clip(m.group("v"))
+                yield "job", clip(m.group("v"))
                 if m.group("e"):
                     yield "employer", m.group("e")
         for m in _EMPLOYER.finditer(s):
             yield "employer", m.group("e")
+        for m in _BANK.finditer(s):
+            yield "bank", m.group("v")
+    if _gate(low, "named_job"):
+        yield from profile.job(s)
     if _gate(low, "age"):
         for m in _AGE.finditer(s):
             n = _number(m.group("n") or m.group("t"))
@@ -327,17 +409,25 @@ def _counts(s: str, when: float | None) -> Iterator[tuple[str, str]]:
     for m in _EVENT.finditer(s):
         date = resolve_date(m.group("d"), when)
         if date is not None:
-            yield _clip(m.group("a")), date
+            yield clip(m.group("a")), date
 
 
 def _my(s: str, when: float | None) -> Iterator[tuple[str, str]]:
     for m in _MY.finditer(s):
-        attr = norm_attribute(m.group("a"))
-        if attr in _MY_SKIP or attr.split()[0] in _PRONOUNS:
+        raw = m.group("a")
+        attr = norm_attribute(raw)
+        words = attr.split()
+        if attr in _MY_SKIP or words[0] in _PRONOUNS or words[-1] in _MY_SKIP:
             continue
         value = _value(m.group("v"), when)
-        if value and len(value) <= MAX_VALUE:
-            yield attr, value
+        if not value or len(value) > MAX_VALUE:
+            continue
+        rel = words[0].removesuffix("'s").removesuffix("’s")
+        named = len(words) > 1 and (words[1] == "name" or raw.split()[1][:1].isupper())
+        bare = len(words) == 1 and not value.isdigit() and not value.startswith(("a ", "an "))
+        if rel in profile.RELATIONS and (named or bare):
+            continue  # "my dog Biscuit is...", "my sister is Anika": people() reads those
+        yield attr, value
 
 
 def _object_fact(kind: str, raw: str, value: str) -> Iterator[tuple[str, str]]:
@@ -346,49 +436,3 @@ def _object_fact(kind: str, raw: str, value: str) -> Iterator[tuple[str, str]]:
     if not words or len(words) > 5 or words[0] in _PRONOUNS or obj in _PRONOUNS:
         return
     yield f"{kind}:{obj}", value
-
-
-# -- tool results ----------------------------------------------------------------------
-
-_KV = re.compile(r"(?<![\w.])(?P<k>[A-Za-z][\w.-]{1,40})=(?P<v>\"[^\"\n]{0,80}\"|[^,;\s&]{1,80})")
-_LABEL = re.compile(
-    r"(?:^|(?<=[.;,\n]\s)|(?<=\n))(?P<k>[A-Z][\w -]{1,30}?):[ \t]*(?P<v>[^\n;,]{1,80}?)"
-    r"(?=\.\s|\.$|[\n;,]|$)"
-)
-MAX_TOOL_FIELDS: Final = 40
-
-
-def tool_facts(text: str) -> list[tuple[str, str]]:
-    """The fields a tool result states: JSON leaves (nested keys joined), ``key=value``
-    pairs, ``Label: value`` phrases; at most ``MAX_TOOL_FIELDS``."""
-    text = text[:MAX_TEXT]
-    out: list[tuple[str, str]] = []
-    stripped = text.strip()
-    if stripped[:1] in "{[":
-        try:
-            data = json.loads(stripped)
-        except ValueError:
-            data = None
-        if data is not None:
-            _leaves(data, (), out)
-            return out[:MAX_TOOL_FIELDS]
-    for m in _KV.finditer(text):
-        out.append((m.group("k").replace("_", " "), m.group("v").strip('"')))
-    for m in _LABEL.finditer(text):
-        out.append((m.group("k"), m.group("v").strip()))
-    return [(norm_attribute(k), v) for k, v in out if v][:MAX_TOOL_FIELDS]
-
-
-def _leaves(data: Any, path: tuple[str, ...], out: list[tuple[str, str]]) -> None:
-    if len(out) >= MAX_TOOL_FIELDS or len(path) > 6:
-        return
-    if isinstance(data, dict):
-        for k, v in data.items():
-            _leaves(v, (*path, str(k)), out)
-    elif isinstance(data, list):
-        for v in data[:20]:
-            _leaves(v, path, out)
-    elif data is not None and path:
-        value = str(data)
-        if 0 < len(value) <= MAX_VALUE:
-            out.append((norm_attribute(" ".join(path)), value))

@@ -76,10 +76,23 @@ NAME: Final = re.compile(
 )
 TITLE_PREFIX: Final = re.compile(rf"{_TITLE}\.?\s")
 
-# "My name is Ada" states a name, not a preference (also lowercase: "my name is bob").
+# "My name is Ada" states a name, not a preference (also lowercase: "my name is bob");
+# "call me Bea", "I go by Bea", "the name's Bond" too, capitalized only ("call me back").
 NAME_INTRO: Final = re.compile(
     r"(?i:\bmy\s+(?:(?:first|full|real)\s+)?name\s+is)\s+"
     r"(?P<v>[A-Z][\w'’-]{0,30}(?:\s+[A-Z][\w'’-]{0,30}){0,3}|[a-z][\w'’-]{1,30})"
+    r"|(?<![’'])(?i:\b(?:my|the)\s+name['’]s|\b(?:you\s+can\s+)?call\s+me|\bi\s+go\s+by"
+    r"|\bi['’]m\s+called)\s+(?P<c>[A-Z][\w'’-]{0,30}(?:\s+[A-Z][\w'’-]{0,30}){0,3})"
+)
+# Before a capitalized run, a place: "in", "from", "near", "moved to", "visited"...
+PLACE_BEFORE: Final = re.compile(
+    r"(?i:\b(?:in|from|near|into|across|around|outside|via|visit(?:ed|ing)?"
+    r"|(?:move|moved|moving|went|go|going|flew|fly|flying|travel(?:l?ed|l?ing)?|trip|drove"
+    r"|drive|driving|back|relocated|relocating|shipped|shipping|headed|heading|returned"
+    r"|returning|got\s+back)\s+to)\s+(?:the\s+)?)$"
+)
+STREET_END: Final = re.compile(
+    r"\b(?:St|Street|Ave|Avenue|Rd|Road|Lane|Ln|Blvd|Boulevard|Drive|Way|Square|Place)\.?$"
 )
 
 PREF_MAX_CHARS: Final = 160
@@ -121,7 +134,10 @@ _NOT_NAMES_TEXT = """
     Also However Therefore Meanwhile Otherwise Additionally Finally Again Still Yet Even Only
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May
     June July August September October November December Jan Feb Mar Apr Jun Jul Aug Sep Sept
-    Oct Nov Dec Summary Key User Assistant System Tool Mr Mrs Ms Dr Prof
+    Oct Nov Dec Summary Key User Assistant System Tool Mr Mrs Ms Dr Prof Yep Yup Aww Aw
+    Awww Woohoo Wooo Yay Haha Lol Omg Fri Mon Tue Tues Wed Thu Thurs Sat Sun Always Never
+    Gotta Gonna Congrats Congratulations Amazing Sounds Totally Nah Btw Guess Wait Ooh Oops
+    Whoa Hooray Thx Ugh Oof Cheers Sweet Wonderful Incredible Fantastic Lovely Haven't Hope
 """
 NOT_NAMES: Final = frozenset(_NOT_NAMES_TEXT.split())
 

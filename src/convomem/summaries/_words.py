@@ -91,6 +91,7 @@ _OFFSETS: Final = {
     "hoy": 0, "mañana": 1, "pasado mañana": 2, "ayer": -1, "la próxima semana": 7,
     "aujourd'hui": 0, "demain": 1, "après-demain": 2, "hier": -1, "la semaine prochaine": 7,
     "heute": 0, "morgen": 1, "übermorgen": 2, "gestern": -1, "nächste woche": 7,
+    "last night": -1, "this morning": 0, "this afternoon": 0, "this evening": 0,
 }  # fmt: skip
 _UNIT_DAYS: Final = {
     "day": 1, "days": 1, "week": 7, "weeks": 7, "día": 1, "días": 1, "semana": 7,
@@ -98,6 +99,7 @@ _UNIT_DAYS: Final = {
     "woche": 7, "wochen": 7,
 }  # fmt: skip
 _IN = re.compile(r"(?:in|en|dans|within)\s+(\S+(?:[- ]\S+)?)\s+(\w+)")
+_AGO = re.compile(r"(\S+(?:[- ]\S+)?)\s+(\w+)\s+ago|(?:hace|il\s+y\s+a|vor)\s+(\S+)\s+(\w+)")
 _NEXT_DAY = re.compile(
     r"(?:(next|this|coming|on|el próximo|el|le|prochain|am|nächsten)\s+)?(\w+)(?:\s+prochain)?"
 )
@@ -106,8 +108,12 @@ _LAST_DAY = re.compile(r"last\s+(\w+)")
 RELATIVE_DATE: Final = (
     r"(?:the\s+day\s+(?:after\s+tomorrow|before\s+yesterday)|day\s+after\s+tomorrow"
     r"|today|tonight|tomorrow|yesterday|next\s+week|pasado\s+mañana|mañana|hoy|ayer"
+    r"|last\s+night|this\s+(?:morning|afternoon|evening)"
+    r"|(?:last|this|next)\s+(?:weekend|month|year)|(?:last|this)\s+week"
     r"|après-demain|demain|aujourd'hui|übermorgen|morgen|heute"
     r"|(?:in|en|dans)\s+\S+\s+(?:days?|weeks?|días?|semanas?|jours?|semaines?|tagen|wochen)"
+    r"|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+(?:days?|weeks?)\s+ago"
+    r"|(?:hace|il\s+y\s+a|vor)\s+\S+\s+(?:días?|semanas?|jours?|semaines?|tagen|wochen)"
     r"|(?:(?:next|this|coming|on|last|el\s+próximo|am|nächsten)\s+)?"
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|lunes|martes|miércoles"
     r"|jueves|viernes|sábado|domingo|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche"
@@ -116,12 +122,37 @@ RELATIVE_DATE: Final = (
 """A pattern for the relative dates ``resolve_date`` understands (match case-folded)."""
 
 
+_PERIOD = re.compile(r"(last|this|next)\s+(week|weekend|month|year)")
+_STEP: Final = {"last": -1, "this": 0, "next": 1}
+
+
+def _period(which: str, unit: str, day: dt.date) -> str:
+    """ "last week" -> "week of 2026-02-23" (its Monday), "this weekend" -> "weekend of
+    2026-03-07" (its Saturday), "next month" -> "2026-04", "last year" -> "2025"."""
+    step = _STEP[which]
+    if unit == "week":
+        monday = day - dt.timedelta(days=day.weekday()) + dt.timedelta(weeks=step)
+        return f"week of {monday.isoformat()}"
+    if unit == "weekend":  # this weekend: the one under way, else the coming one
+        ahead = day.weekday() - 5 if day.weekday() >= 5 else (5 - day.weekday())
+        saturday = (
+            day - dt.timedelta(days=ahead) if day.weekday() >= 5 else day + dt.timedelta(days=ahead)
+        )
+        return f"weekend of {(saturday + dt.timedelta(weeks=step)).isoformat()}"
+    if unit == "month":
+        month = day.year * 12 + day.month - 1 + step
+        return f"{month // 12:04d}-{month % 12 + 1:02d}"
+    return f"{day.year + step:04d}"
+
+
 def resolve_date(text: str, when: float | None) -> str | None:
     """The ISO date (``YYYY-MM-DD``) a relative date means, said at epoch ``when`` (UTC);
     None when ``when`` is unknown or ``text`` is not a relative date.
 
     "next Friday" and "on Friday" are the first Friday after the day it was said; "last
-    Monday" the latest one before it; "in three days" adds days (weeks: 7).
+    Monday" the latest one before it; "in three days" adds days (weeks: 7), "two weeks
+    ago" takes them away. A period is named as a period: "last week" -> "week of
+    2026-02-23", "last weekend" -> "weekend of 2026-02-28", "next month" -> "2026-04".
     """
     if when is None:
         return None
@@ -129,11 +160,21 @@ def resolve_date(text: str, when: float | None) -> str | None:
     day = dt.datetime.fromtimestamp(when, dt.UTC).date()
     if t in _OFFSETS:
         return (day + dt.timedelta(days=_OFFSETS[t])).isoformat()
+    m = _PERIOD.fullmatch(t)
+    if m:
+        return _period(m.group(1), m.group(2), day)
     m = _IN.fullmatch(t)
     if m:
         n, unit = number_value(m.group(1)), _UNIT_DAYS.get(m.group(2))
         if n is not None and unit is not None:
             return (day + dt.timedelta(days=n * unit)).isoformat()
+        return None
+    m = _AGO.fullmatch(t)
+    if m:
+        n = number_value(m.group(1) or m.group(3))
+        unit = _UNIT_DAYS.get(m.group(2) or m.group(4))
+        if n is not None and unit is not None:
+            return (day - dt.timedelta(days=n * unit)).isoformat()
         return None
     m = _LAST_DAY.fullmatch(t)
     if m and m.group(1) in _WEEKDAYS:

@@ -39,10 +39,12 @@ from ._patterns import (
     NAME_INTRO,
     NOT_NAMES,
     NUMBER,
+    PLACE_BEFORE,
     PREF_MAX_CHARS,
     PREFERENCE,
     REFERENCE,
     SENTENCE_END,
+    STREET_END,
     TITLE_PREFIX,
 )
 
@@ -135,6 +137,7 @@ def _clip(value: str, limit: int) -> str:
 
 
 _DIGIT = re.compile(r"\d")
+_REFUSED = re.compile(r"(?:n['’]t|not|never)\s+$")  # "don't call me Bob": not their name
 _DIGIT_OR_HASH = re.compile(r"[\d#]")
 _AT = re.compile("@")
 # Substrings without one of which AMOUNT (case-sensitive) cannot match: a currency sign,
@@ -199,19 +202,36 @@ def _scan(text: str, preferences: bool) -> Scan:
                     add(a, kind, value)
         claimed.merge(taken)
     sentences = tuple(split_sentences(text))
-    if "name" in text.lower():
+    lowered = text.lower()
+    own: set[str] = set()
+    if "name" in lowered or " me " in lowered or " by " in lowered or "called" in lowered:
         for m in NAME_INTRO.finditer(text):
-            a, b = m.span("v")
-            if not claimed.overlaps(a, b):
-                add(a, "name", m.group("v"))
+            group = "v" if m.group("v") else "c"
+            a, b = m.span(group)
+            refused = _REFUSED.search(lowered[max(0, m.start() - 8) : m.start()])
+            if claimed.overlaps(a, b) or refused:
+                continue
+            value = m.group(group)
+            own.add(value.casefold())
+            # Said by the user, the name is theirs: it outranks every other name.
+            add(a, "self" if preferences else "name", value)
     for offset, sentence in sentences:
+        last_place = -1
         for m in NAME.finditer(sentence):
             a, b = m.start() + offset, m.end() + offset
             if claimed.overlaps(a, b) or b - a > MAX_VALUE_CHARS:
                 continue
             name = _name_from_run(m.group(), at_start=m.start() == 0)
-            if name:
-                add(a + m.group().find(name), "name", name)
+            if not name or name.casefold() in own:
+                continue
+            at = a + m.group().find(name)
+            before = sentence[max(0, at - offset - 40) : at - offset]
+            place = bool(PLACE_BEFORE.search(before) or STREET_END.search(name))
+            gap = sentence[max(0, last_place) : at - offset] if last_place >= 0 else ""
+            place = place or gap in (", ", " to ", " and ", " or ")
+            if place:
+                last_place = at - offset + len(name)  # "Larimer St, Denver": both places
+            add(at, "place" if place else "name", name)
     if preferences:
         for m in PREFERENCE.finditer(text):
             add(m.start(), "preference", _clip(m.group(), PREF_MAX_CHARS))
@@ -223,7 +243,7 @@ def _name_from_run(run: str, *, at_start: bool) -> str:
     """Trim a run of capitalized words to the name it holds, or ``""``."""
     if TITLE_PREFIX.match(run):
         return run  # "Dr. Smith" is a name wherever it stands
-    words = run.split()
+    words = [re.sub(r"['’]s$", "", w) for w in run.split()]  # "Sara's birthday": Sara
     lead = 0
     while lead < len(words) and words[lead] in NOT_NAMES:
         lead += 1

@@ -14,13 +14,13 @@ from .. import _check
 from ..errors import ConfigError
 from ..model import Message, ToolUseBlock
 from ..tokens import Tokenizer, get_tokenizer
+from ._extractive_parts import HEADLINE, chatter, decides, display, headline, pieces, topic
 from ._fact import KIND_VALUE
 from .extraction import scan_text, split_sentences, takes_preferences
 from .summary import (
     SEGMENT_KEY,
     TRUNCATION_MARKER,
     Summary,
-    clip_to_tokens,
     message_label,
     transcript,
 )
@@ -53,6 +53,15 @@ _Made: TypeAlias = tuple[str, int, _Terms]
 """A summary sentence as a candidate: its text (clipped), cost and terms."""
 _Item: TypeAlias = tuple[int, str, list[tuple[str, str]], _Made | None, tuple[str, bool] | None]
 _MEMO_ENTRIES: Final = 16_384
+MIN_COST: Final = 8
+"""A sentence's cost never counts below this when it is scored: "Wow, Maria!" costs four
+tokens but says nothing, and gain per token would otherwise favour it."""
+TOOL_WEIGHT: Final = 0.5
+"""What a tool result's sentence gains counts for, against a user's or an assistant's:
+tool output can be fetched again, and a page of prices would otherwise fill the summary."""
+HEADLINE_MIN_BUDGET: Final = 64
+"""A segment gets its "Covers:" line only when its budget is at least this."""
+_TOPIC_KINDS: Final = ("reference",)
 
 
 def _remember(memo: dict[K, T], key: K, value: T) -> None:
@@ -69,6 +78,8 @@ class _Candidate:
     text: str
     terms: dict[str, float]
     cost: int
+    source: tuple[int, int, int, str] | None = None
+    """``(sentence number, start, end, sentence)`` of a clause of a longer sentence."""
 
 
 class ExtractiveSummarizer:
@@ -76,9 +87,20 @@ class ExtractiveSummarizer:
 
     Sentences are scored by the TF-IDF weight of the terms they add that no chosen
     sentence covers yet (numbers, proper nouns and extracted facts weigh more),
-    divided by their token cost, and picked greedily until ``max_tokens``; they are
-    kept in their original order, attributed (``user: ...``). The previous summary's
-    sentences compete with the new ones, so the result folds both together.
+    divided by their token cost (at least ``MIN_COST``), and picked greedily until
+    ``max_tokens``; they are kept in their original order, attributed (``user: ...``).
+    The previous summary's sentences compete with the new ones, so the result folds
+    both together.
+
+    What it keeps is whole: a sentence, or for a sentence longer than half the budget
+    one of its clauses, followed by " …" when the rest of its sentence is left out; a
+    value is in the summary entirely or not at all. (A long run with no clause and no
+    value at all is shown by its first words and " …".) A tool result that is JSON is
+    read as its fields, and what a tool said gains ``TOOL_WEIGHT`` of what a person said
+    (it can be fetched again). A sentence said twice is kept once, and a short one that
+    states nothing ("Thanks, Ada!") is not kept. With a budget of at least
+    ``HEADLINE_MIN_BUDGET``, over several messages one of which records a decision, the
+    result starts with a line saying what it covers (``_extractive_parts.headline``).
     """
 
     name = "extractive"
@@ -110,8 +132,8 @@ class ExtractiveSummarizer:
         def summary_lines(text: str) -> None:
             for line in text.splitlines():
                 line = line.strip()
-                if not line:
-                    continue
+                if not line or line.startswith(HEADLINE):
+                    continue  # a merge writes a new headline
                 m = _LABELED.match(line)
                 if m:
                     units.append((m.group(1), m.group(1).startswith("user"), [m.group(2)], True))
@@ -124,7 +146,8 @@ class ExtractiveSummarizer:
             if msg.metadata.get(SEGMENT_KEY):
                 summary_lines(msg.text())
                 continue
-            parts = [msg.text(), *_calls(msg)]
+            tool = msg.role == "tool" or msg.has_tool_result()
+            parts = [display(msg.text(), tool), *_calls(msg)]
             if any(p.strip() for p in parts):
                 units.append((message_label(msg), takes_preferences(msg), parts, False))
         return units
@@ -151,26 +174,34 @@ class ExtractiveSummarizer:
                         items.append((u, hit[0], [], hit, None))
         count = self._counter([s for _, s, _, hit, _ in items if hit is None])
         cands: list[_Candidate] = []
-        for u, sentence, here, hit, memo_key in items:
+        seen: set[str] = set()
+        for n, (u, sentence, here, hit, memo_key) in enumerate(items):
             if hit is not None:
-                if hit[0]:
+                if hit[0] and hit[0].casefold() not in seen:
+                    seen.add(hit[0].casefold())
                     cands.append(_Candidate(u, len(cands), hit[0], dict(hit[2]), hit[1]))
                 continue
-            cost = count(sentence) + 1
-            clipped = cost > cap
-            if clipped:
-                sentence = clip_to_tokens(sentence, cap - 1, count)
-                cost = count(sentence) + 1
-            terms = _terms(sentence) if sentence else {}
-            for kind, value in here:
-                if clipped and value not in sentence:
+            spans = pieces(sentence, cap - 1, count)
+            if not spans and not here:
+                spans = _head(sentence, cap - 3, count)  # no value to cut: its start, "…"
+            whole = spans == [(0, len(sentence))]
+            for a, b in spans:
+                part = sentence[a:b]
+                facts = [(k, v) for k, v in here if v in part]
+                if part.casefold() in seen or _says_nothing(part, facts):
                     continue
-                key_ = " ".join(value.split()).casefold()
-                terms[f"\x00{kind}\x1f{key_}"] = 1.0 + KIND_VALUE[kind] / 2
-            if memo_key is not None:
-                _remember(made, memo_key, (sentence, cost, tuple(terms.items())))
-            if sentence:
-                cands.append(_Candidate(u, len(cands), sentence, terms, cost))
+                seen.add(part.casefold())
+                terms = _terms(part)
+                for kind, value in facts:
+                    key_ = " ".join(value.split()).casefold()
+                    terms[f"\x00{kind}\x1f{key_}"] = 1.0 + KIND_VALUE[kind] / 2
+                cost = count(part) + 1
+                if memo_key is not None and whole:
+                    _remember(made, memo_key, (part, cost, tuple(terms.items())))
+                source = None if whole else (n, a, b, sentence)
+                cands.append(_Candidate(u, len(cands), part, terms, cost, source))
+            if not spans and memo_key is not None:
+                _remember(made, memo_key, ("", 0, ()))
         return cands
 
     def _counter(self, sentences: list[str]) -> Callable[[str], int]:
@@ -201,25 +232,41 @@ class ExtractiveSummarizer:
             for t in c.terms:
                 df[t] = df.get(t, 0) + 1
         n = len(cands)
-        weight = {t: (1.0 if t.startswith("\x00") else math.log(1 + n / d)) for t, d in df.items()}
+        weight = {t: math.log(1 + n / d) for t, d in df.items()}
+        about = topic(
+            _as_written(c.text, t.split("\x1f", 1)[1])
+            for c in cands
+            for t in c.terms
+            if t.startswith("\x00") and t[1:].split("\x1f", 1)[0] in _TOPIC_KINDS
+        )
+        head = f"{HEADLINE}{about or ''}: "
         labels = [f"{label}: " for label, _, _, _ in units if label]
-        count = self._counter(labels)
+        count = self._counter([*labels, head])
         label_cost = [count(f"{label}: ") if label else 0 for label, _, _, _ in units]
-        chosen = self._select(cands, weight, label_cost)
-        return self._render(units, cands, chosen, count)
+        several = len({c.unit for c in cands if not units[c.unit][3]}) > 1
+        wants = several and self.max_tokens >= HEADLINE_MIN_BUDGET
+        wants = wants and any(decides(c.text) for c in cands)
+        reserve = count(head) + 12 if wants else 0
+        chosen = self._select(units, cands, weight, label_cost, self.max_tokens - reserve)
+        return self._render(units, cands, chosen, count, about, wants)
 
     def _select(
-        self, cands: list[_Candidate], weight: dict[str, float], label_cost: list[int]
+        self,
+        units: list[_Unit],
+        cands: list[_Candidate],
+        weight: dict[str, float],
+        label_cost: list[int],
+        budget: int,
     ) -> list[int]:
         covered: set[str] = set()
         used_units: set[int] = set()
-        budget = self.max_tokens
+        tiers = [TOOL_WEIGHT if (u[0] or "").startswith("tool") else 1.0 for u in units]
         weighted = [[(t, weight[t] * b) for t, b in c.terms.items()] for c in cands]
 
         def score(c: _Candidate) -> tuple[float, int]:
-            gain = sum(w for t, w in weighted[c.pos] if t not in covered)
+            gain = sum(w for t, w in weighted[c.pos] if t not in covered) * tiers[c.unit]
             cost = c.cost + (0 if c.unit in used_units else label_cost[c.unit])
-            return gain / cost, cost
+            return gain / max(cost, MIN_COST), cost
 
         heap = [(-score(c)[0], c.pos) for c in cands]
         heapq.heapify(heap)
@@ -248,13 +295,37 @@ class ExtractiveSummarizer:
         cands: list[_Candidate],
         chosen: list[int],
         count: Callable[[str], int],
+        about: str | None,
+        wants: bool,
     ) -> str:
         picked = list(chosen)
+        top = None
+        if wants:
+            by_facts = sorted(
+                picked, key=lambda p: -sum(t.startswith("\x00") for t in cands[p].terms)
+            )
+            top = headline(about, [cands[p].text for p in by_facts])
         while True:
             by_unit: dict[int, list[str]] = {}
+            last: dict[int, tuple[int, int, int, str] | None] = {}
             for pos in sorted(picked):
-                by_unit.setdefault(cands[pos].unit, []).append(cands[pos].text)
-            lines = []
+                c = cands[pos]
+                texts = by_unit.setdefault(c.unit, [])
+                prev = last.get(c.unit)
+                if c.source is not None and prev is not None and prev[0] == c.source[0]:
+                    gap = c.source[3][prev[2] : c.source[1]]
+                    if not gap.strip(" ,;"):  # the next clause: as written
+                        texts[-1] += gap + c.text
+                        last[c.unit] = c.source
+                        continue
+                if _open(prev):
+                    texts[-1] += " …"  # a clause that does not end its sentence
+                texts.append(c.text)
+                last[c.unit] = c.source
+            for u, prev in last.items():
+                if _open(prev):
+                    by_unit[u][-1] += " …"
+            lines = [top] if top and picked else []
             for u in sorted(by_unit):
                 label = units[u][0]
                 body = " ".join(by_unit[u])
@@ -262,6 +333,9 @@ class ExtractiveSummarizer:
             out = "\n".join(lines)
             if count(out) <= self.max_tokens or not picked:
                 return out
+            if top:
+                top = None  # the headline goes first, then the lowest gain per token
+                continue
             picked.pop()  # the last pick had the lowest gain per token
 
 
@@ -283,6 +357,39 @@ def _scan_into(
                 here.append((spans[j][1], spans[j][2]))
             j += 1
         items.append((u, " ".join(raw.split()), here, None, key))
+
+
+def _head(sentence: str, limit: int, count: Callable[[str], int]) -> list[tuple[int, int]]:
+    """The longest run of ``sentence``'s first words that counts at most ``limit``."""
+    ends = [m.start() for m in re.finditer(r"\s", sentence)]
+    lo, hi = 0, len(ends)  # invariant: the first lo cut points fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(sentence[: ends[mid - 1]]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return [(0, ends[lo - 1])] if lo else []
+
+
+def _open(source: tuple[int, int, int, str] | None) -> bool:
+    """Whether a clause stops before the end of its sentence (its end marks aside)."""
+    return source is not None and bool(source[3][source[2] :].strip(" ,;.!?\"')"))
+
+
+def _as_written(text: str, folded: str) -> str:
+    """``folded`` (a case-folded value) as ``text`` writes it."""
+    i = text.casefold().find(folded)
+    return text[i : i + len(folded)] if i >= 0 else folded
+
+
+def _says_nothing(sentence: str, facts: list[tuple[str, str]]) -> bool:
+    """No digit and no fact but names, and short or only greetings, thanks and praise
+    ("Thanks, Ada!", "Hey John, long time no talk!")."""
+    if any(kind != "name" for kind, _ in facts) or _DIGIT.search(sentence) is not None:
+        return False
+    words = _WORD.findall(sentence)
+    return len(words) < 4 or chatter(w for w in words if w.casefold() not in _STOPWORDS)
 
 
 def _terms(sentence: str) -> dict[str, float]:

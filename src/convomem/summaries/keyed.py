@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ..errors import ConfigError
+from ._profile_rules import RELATIONS
 
 SUBJECT_USER: Final = "user"
 
@@ -109,14 +110,24 @@ class KeyedFact:
 
     def statement(self) -> str:
         """The fact as one short line: ``"city: Porto"``, ``"dislikes: olives"``,
-        ``"allergic to: peanuts"``."""
+        ``"allergic to: peanuts"``, ``"contact by phone call: never"``, ``"health: type 1
+        diabetes"``, ``"dog: Biscuit, a beagle"`` (a person or pet keyed by name)."""
         attr = self.attribute
-        if attr.startswith("pref:"):
-            return f"{self.value}: {attr[5:]}"
-        if attr.startswith("allergy:"):
-            return f"allergic to: {attr[8:]}"
-        if attr.startswith("verbatim:"):
-            return f"{attr.split(':')[1]}: {self.value}"
+        kind, sep, obj = attr.partition(":")
+        if not sep:
+            return f"{attr}: {self.value}"
+        if kind == "pref":
+            return f"{self.value}: {obj}"
+        if kind == "allergy":
+            return f"allergic to: {obj}"
+        if kind == "verbatim":
+            return f"{obj.split(':')[0]}: {self.value}"
+        if kind == "contact":
+            return f"contact by {obj}: {self.value}"
+        if kind == "health":
+            return f"health: {self.value}"
+        if kind in RELATIONS:
+            return f"{kind}: {self.value}"
         return f"{attr}: {self.value}"
 
     def closed(self, at: float | None) -> KeyedFact:

@@ -4,12 +4,15 @@ Ranking. Every fact has a rank, compared in this order (higher first):
 
 1. the *tier* of its source (``SOURCE_TIER``): 2 when the user ever stated it, 1 for
    the assistant, system or an unknown source, 0 when it was only seen in tool output;
-2. its *value*: ``KIND_VALUE`` of its kind (preferences 6; references, ids and emails
-   5; names and amounts 4; dates 3; bare quantities 2) plus one per repeated mention,
-   at most two;
+2. its *value*: ``KIND_VALUE`` of its kind (the name the user gives as theirs 8;
+   preferences 6, 8 for one that refuses or warns ("never call me", "allergic to"),
+   7 for one that carries a number ("my address is now 1550 Larimer St");
+   references, ids and emails 5; names and amounts 4; dates and places 3; bare
+   quantities 2) plus one per repeated mention, at most two;
 3. recency: the fact first seen later wins a tie.
 
-So a tool result full of amounts never pushes out the user's "I'm allergic to peanuts".
+So a tool result full of amounts never pushes out the user's "I'm allergic to peanuts",
+and no place ("moved to Accra") pushes out the user's "my name is Dana Okafor".
 
 Selection. The facts rendered within a token ``budget`` are the longest prefix of the
 ranking whose *estimated* rendering fits: the estimate adds the header, an "omitted"
@@ -293,7 +296,8 @@ class FactLedger:
     def select(self, max_tokens: int | None = None) -> tuple[tuple[Fact, ...], int]:
         """The facts rendered within ``max_tokens`` (first-seen order) and how many were
         left out; ``None`` means no limit. Nothing at all (``((), 0)``) when not even the
-        header and the "omitted" line fit."""
+        best fact fits with the header and the "omitted" line: a bare "(n more facts
+        omitted)" note would only spend the share."""
         hit = self._memo.get(max_tokens)
         if hit is not None:
             return hit
@@ -316,7 +320,7 @@ class FactLedger:
         if max_tokens is None:
             return facts, 0
         count = self._tok.count
-        if count(render_facts(facts, total - len(facts))) <= max_tokens:
+        if facts and count(render_facts(facts, total - len(facts))) <= max_tokens:
             return facts, total - len(facts)
         by_rank = sorted(chosen, key=rank)
         while by_rank:
@@ -325,9 +329,7 @@ class FactLedger:
             facts = tuple(e.fact for e in keep)
             if count(render_facts(facts, total - len(facts))) <= max_tokens:
                 return facts, total - len(facts)
-        if count(render_facts((), total)) <= max_tokens:
-            return (), total
-        return (), 0  # not even the "omitted" note fits: render nothing
+        return (), 0  # not even the best fact fits: render nothing, not a bare note
 
     def render(self, max_tokens: int | None = None) -> str:
         """The facts block verbatim within ``max_tokens`` (``""`` when empty)."""

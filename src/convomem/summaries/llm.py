@@ -3,22 +3,27 @@
 Uses the official ``openai`` client (extra ``llm``), imported when the summarizer
 is created. The sync call and its async twin ``acall`` share request building and
 response parsing; only the client differs. Failures are typed: timeouts, dropped
-connections, 408/409/429 and 5xx answers raise ``TransientError`` (worth a retry);
-anything else, including a malformed response, raises ``SummarizerError``.
+connections, 408/409/429 and 5xx answers raise ``TransientError`` (worth a retry; a
+``Retry-After`` is kept as its ``retry_after``); anything else, including a malformed
+response, raises ``SummarizerError``. ``summaries.specs.summarizer_from("openai:MODEL")``
+makes one configured for a service: a retry policy of its own and a circuit breaker.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .. import _check
-from ..errors import ConfigError, ConvomemError, SummarizerError, TransientError
+from ..errors import ConfigError, SummarizerError
 from ..model import Message
+from ..retry import CircuitBreaker, RetryPolicy
 from ._openai_chat import ChatClients
 from .summary import Summary, transcript
+
+T = TypeVar("T")
 
 DEFAULT_PROMPT: Final = """\
 You maintain the running summary of a conversation between a user and an assistant.
@@ -38,7 +43,6 @@ greetings and small talk. Be concise. Reply with the summary only."""
 NO_PREVIOUS: Final = "(none yet)"
 
 _PLACEHOLDER = re.compile(r"\{(previous|messages)\}")
-_TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
 
 
 @dataclass(slots=True)
@@ -58,7 +62,12 @@ class LLMSummarizer:
     key. ``prompt`` must contain ``{previous}`` and ``{messages}``. Pass ``client`` /
     ``async_client`` to reuse configured ``openai.OpenAI`` / ``AsyncOpenAI`` clients.
     ``max_retries`` is the client's own retry count, 0 by default because
-    ``RunningSummary`` retries with its own backoff and fallback.
+    ``RunningSummary`` retries with its own backoff and fallback. ``retry``, when given,
+    is the policy a ``RunningSummary`` retries this summarizer with (instead of its own
+    default): e.g. ``retry.hinted_policy()``, which retries only transient failures and
+    honours ``Retry-After``. ``breaker`` (a ``retry.CircuitBreaker``) stops calling the
+    endpoint after repeated failures: a call while it is open raises ``SummarizerError``
+    at once, so the fallback answers without waiting on a dead model.
     """
 
     def __init__(
@@ -74,6 +83,8 @@ class LLMSummarizer:
         max_tokens: int | None = None,
         temperature: float | None = None,
         max_retries: int = 0,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model={model!r}: must be a non-empty string")
@@ -87,6 +98,8 @@ class LLMSummarizer:
         if temperature is not None:
             _check.number("temperature", temperature)
         _check.non_negative_int("max_retries", max_retries)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"retry={retry!r}: must be a RetryPolicy or None")
         if base_url is not None and (not isinstance(base_url, str) or not base_url):
             raise ConfigError(f"base_url={base_url!r}: must be a non-empty string or None")
         self.model = model
@@ -97,6 +110,7 @@ class LLMSummarizer:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.max_retries = max_retries
+        self.retry = retry
         self.usage = LLMUsage()
         self._clients = ChatClients(
             "LLMSummarizer",
@@ -106,7 +120,14 @@ class LLMSummarizer:
             async_client=async_client,
             timeout=self.timeout,
             max_retries=max_retries,
+            error=SummarizerError,
+            breaker=breaker,
         )
+
+    @property
+    def breaker(self) -> CircuitBreaker | None:
+        """The circuit breaker in front of the endpoint (None: every call is made)."""
+        return self._clients.breaker
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -157,42 +178,26 @@ class LLMSummarizer:
                     setattr(self.usage, field, getattr(self.usage, field) + n)
         return content.strip()
 
-    def _error(self, exc: Exception) -> ConvomemError:
-        if isinstance(exc, ConvomemError):
-            return exc
-        transient, kind = self._clients.failure(exc)
-        what = f"{self.name}: {kind}"
-        if transient:
-            return TransientError(f"{what}: {exc}")
-        return SummarizerError(f"{what}: {exc}", errors=(exc,))
-
-    # -- clients ---------------------------------------------------------------------
-
-    def _sync(self) -> Any:
-        return self._clients.sync()
-
-    def _async(self) -> Any:
-        return self._clients.async_()
-
     # -- the twins -------------------------------------------------------------------
+
+    def complete(self, request: dict[str, Any], parse: Callable[[Any], T]) -> T:
+        """One Chat Completions call with ``request``, its answer read by ``parse``:
+        the breaker asked first and told how it went, a failure typed (blocking)."""
+        with self._clients.guard(self.name):
+            return parse(self._clients.sync().chat.completions.create(**request))
+
+    async def acomplete(self, request: dict[str, Any], parse: Callable[[Any], T]) -> T:
+        """Async twin of ``complete`` (uses ``AsyncOpenAI``)."""
+        with self._clients.guard(self.name):
+            return parse(await self._clients.async_().chat.completions.create(**request))
 
     def __call__(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
         """Summarize ``messages`` folded into ``previous`` (blocking)."""
-        request = self.build_request(messages, previous)
-        try:
-            response = self._sync().chat.completions.create(**request)
-        except Exception as exc:
-            raise self._error(exc) from exc
-        return self.parse_response(response)
+        return self.complete(self.build_request(messages, previous), self.parse_response)
 
     async def acall(self, messages: Sequence[Message], previous: Summary | None = None) -> str:
         """Async twin of ``__call__`` (uses ``AsyncOpenAI``)."""
-        request = self.build_request(messages, previous)
-        try:
-            response = await self._async().chat.completions.create(**request)
-        except Exception as exc:
-            raise self._error(exc) from exc
-        return self.parse_response(response)
+        return await self.acomplete(self.build_request(messages, previous), self.parse_response)
 
 
 _MISSING: Any = object()

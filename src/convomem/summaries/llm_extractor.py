@@ -6,7 +6,9 @@ JSON schema constrains (``response_format={"type": "json_schema", ...}``): a lis
 is attached here, never taken from the model. Transient failures (timeouts, dropped
 connections, 408/409/425/429, 5xx) are retried with a ``convomem.retry.RetryPolicy``;
 when the retries run out, or the answer is malformed, the batch goes to the
-``fallback`` extractor (``OfflineExtractor`` by default) and ``fallbacks`` counts it.
+``fallback`` extractor (``OfflineExtractor`` by default), ``fallbacks`` counts it and
+``degraded`` says so until a batch is extracted by the model again. A ``breaker``
+(``retry.CircuitBreaker``) stops calling a model that keeps failing.
 Uses the ``openai`` client (extra ``llm``); the sync and async twins share request
 building and parsing, only the client call differs.
 """
@@ -20,8 +22,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .. import _check
-from ..errors import ConfigError, ConvomemError, ExtractionError, TransientError
-from ..retry import RetryPolicy
+from ..errors import ConfigError, ConvomemError, ExtractionError
+from ..retry import CircuitBreaker, RetryPolicy
 from ._openai_chat import ChatClients
 from .extraction import source_role
 from .extractor import Extractor, OfflineExtractor, facts_of
@@ -36,13 +38,20 @@ log = logging.getLogger(__name__)
 
 PROMPT: Final = """\
 Extract durable facts about the user from the numbered messages below: who they are \
-(name, nickname, city, address, email, phone, age, job, employer, diet), what they like \
-or dislike (attribute "pref:<thing>", value "likes" or "dislikes"), allergies \
-(attribute "allergy:<thing>", value "yes"), counts ("kids": "2"), codes and numbers they \
-give ("order number": "1182"), dated events (resolve relative dates against the \
-message's date; value YYYY-MM-DD), and the fields a tool result states. Use short \
-lowercase English attributes; copy values as written (numbers as digits). Use only what \
-the messages say; no facts about the assistant. Answer JSON only.
+(name, nickname, city, address, email, phone, age, job, employer, diet), how to contact \
+them and how not to (attribute "contact:<channel>", e.g. "contact:phone call", value \
+"never", "not before 10 am" or "preferred"), what they like or dislike (attribute \
+"pref:<thing>", value "likes", "dislikes" or "avoids"), allergies (attribute \
+"allergy:<thing>", value "yes"), health (attribute "health:<condition>", value the \
+condition), people and pets by name (attribute "<relation>:<name>", e.g. "sister:anika" \
+or "dog:biscuit", value the name and what it is, "Biscuit, a beagle"; "husband", \
+"boss", "landlord" alone when there is one), counts ("kids": "2"), codes and numbers \
+they give ("order number": "1182"), dated events (resolve relative dates against the \
+message's date; value YYYY-MM-DD), and the fields a tool result states. Read each \
+clause on its own ("allergic to peanuts and live in Oslo" is two facts); a move or a \
+correction gives the new value. Use short lowercase English attributes; copy values as \
+written (numbers as digits). Use only what the messages say; no facts about the \
+assistant. Answer JSON only.
 
 Messages:
 {messages}"""
@@ -78,7 +87,10 @@ class LLMExtractor:
     defaults to three attempts on ``TransientError``; ``fallback`` extracts a batch the
     model could not (default ``"offline"``: a new ``OfflineExtractor()``; ``None``: raise
     the ``ExtractionError`` or ``TransientError``). ``batch`` messages go in one request.
-    ``calls`` counts requests sent, ``fallbacks`` batches given to the fallback.
+    ``calls`` counts requests sent, ``fallbacks`` batches given to the fallback;
+    ``degraded`` is True while the last batch was the fallback's (``last_error`` says
+    why). ``breaker``: see ``LLMSummarizer``; while it is open a batch goes to the
+    fallback without a request.
     """
 
     def __init__(
@@ -93,6 +105,7 @@ class LLMExtractor:
         retry: RetryPolicy | None = None,
         fallback: Extractor | Literal["offline"] | None = "offline",
         batch: int = 20,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model={model!r}: must be a non-empty string")
@@ -112,6 +125,8 @@ class LLMExtractor:
         self.fallback: Extractor | None = fallback
         self.calls = 0
         self.fallbacks = 0
+        self.degraded = False
+        self.last_error: ConvomemError | None = None
         self._clients = ChatClients(
             "LLMExtractor",
             base_url=base_url,
@@ -120,6 +135,8 @@ class LLMExtractor:
             async_client=async_client,
             timeout=self.timeout,
             max_retries=0,  # retried here, with ``retry``
+            error=ExtractionError,
+            breaker=breaker,
         )
 
     def __repr__(self) -> str:
@@ -166,51 +183,51 @@ class LLMExtractor:
             raise ExtractionError(f"{self!r}: malformed answer: {exc!r}") from exc
         return [f for i, m in enumerate(messages) for f in facts_of(m, pairs.get(i, []))]
 
-    def _error(self, exc: Exception) -> ConvomemError:
-        if isinstance(exc, ConvomemError):
-            return exc
-        transient, kind = self._clients.failure(exc)
-        what = f"{self!r}: {kind}"
-        return TransientError(f"{what}: {exc}") if transient else ExtractionError(f"{what}: {exc}")
-
     def _batches(self, messages: Sequence[Message]) -> list[Sequence[Message]]:
         return [messages[i : i + self.batch] for i in range(0, len(messages), self.batch)]
 
-    def _fallback(self, batch: Sequence[Message], error: ConvomemError) -> list[KeyedFact]:
+    def _failed(self, error: ConvomemError) -> Extractor:
+        """The fallback a failed batch goes to (the error raised without one)."""
         if self.fallback is None:
             raise error
         self.fallbacks += 1
-        log.warning("%r: %s; using the fallback extractor for %d messages", self, error, len(batch))
-        return self.fallback.extract(batch)
+        if not self.degraded:  # once an outage, not once a batch
+            log.warning(
+                "%r: %s; the fallback extractor reads messages until it answers", self, error
+            )
+        self.degraded, self.last_error = True, error
+        return self.fallback
+
+    def _extracted(self, facts: list[KeyedFact]) -> list[KeyedFact]:
+        if self.degraded:
+            log.info("%r answers again", self)
+        self.degraded = False
+        return facts
 
     # -- the twins ---------------------------------------------------------------------
 
     def _once(self, batch: Sequence[Message]) -> list[KeyedFact]:
-        self.calls += 1
-        try:
-            response = self._clients.sync().chat.completions.create(**self.build_request(batch))
-        except Exception as exc:
-            raise self._error(exc) from exc
-        return self.parse_response(response, batch)
+        request = self.build_request(batch)
+        with self._clients.guard(repr(self)):
+            self.calls += 1
+            response = self._clients.sync().chat.completions.create(**request)
+            return self.parse_response(response, batch)
 
     async def _aonce(self, batch: Sequence[Message]) -> list[KeyedFact]:
-        self.calls += 1
-        try:
-            response = await self._clients.async_().chat.completions.create(
-                **self.build_request(batch)
-            )
-        except Exception as exc:
-            raise self._error(exc) from exc
-        return self.parse_response(response, batch)
+        request = self.build_request(batch)
+        with self._clients.guard(repr(self)):
+            self.calls += 1
+            response = await self._clients.async_().chat.completions.create(**request)
+            return self.parse_response(response, batch)
 
     def extract(self, messages: Sequence[Message]) -> list[KeyedFact]:
         """The facts of ``messages`` (blocking), batch by batch, in message order."""
         out: list[KeyedFact] = []
         for batch in self._batches(list(messages)):
             try:
-                out.extend(self.retry.call(self._once, batch))
+                out.extend(self._extracted(self.retry.call(self._once, batch)))
             except ConvomemError as error:
-                out.extend(self._fallback(batch, error))
+                out.extend(self._failed(error).extract(batch))
         return out
 
     async def aextract(self, messages: Sequence[Message]) -> list[KeyedFact]:
@@ -218,15 +235,13 @@ class LLMExtractor:
         out: list[KeyedFact] = []
         for batch in self._batches(list(messages)):
             try:
-                out.extend(await self.retry.acall(self._aonce, batch))
+                out.extend(self._extracted(await self.retry.acall(self._aonce, batch)))
             except ConvomemError as error:
-                aextract = getattr(self.fallback, "aextract", None)
-                if aextract is not None:
-                    self.fallbacks += 1
-                    log.warning("%r: %s; using the fallback extractor", self, error)
-                    out.extend(await aextract(batch))
-                else:
-                    out.extend(self._fallback(batch, error))
+                fallback = self._failed(error)
+                aextract = getattr(fallback, "aextract", None)
+                out.extend(
+                    await aextract(batch) if aextract is not None else fallback.extract(batch)
+                )
         return out
 
 

@@ -55,7 +55,8 @@ class RunningSummary(_Driven):
     A fold's work does not grow with the length of the conversation.
 
     Failure never loses data: a failing summarizer is retried by ``retry`` (a
-    ``RetryPolicy``; by default ``retries`` retries of any error, waiting
+    ``RetryPolicy``; by default the summarizer's own ``retry`` when it has one, as a
+    configured ``LLMSummarizer`` does, else ``retries`` retries of any error, waiting
     ``backoff * 2**k`` seconds; ``sleep`` is injectable); then ``fallback`` is used and
     the summary is marked ``degraded``; if the fallback fails too the fold raises
     ``SummarizerError`` and the RunningSummary is exactly as before (``stats`` still
@@ -111,6 +112,9 @@ class RunningSummary(_Driven):
         self.reserve = _check.integer("reserve", reserve, minimum=floor)
         self.retries = _check.non_negative_int("retries", retries)
         self.backoff = _check.number("backoff", backoff, minimum=0.0)
+        own = getattr(summarizer, "retry", None)
+        if retry is None and isinstance(own, RetryPolicy) and (retries, backoff) == (2, 0.5):
+            retry = own  # the summarizer knows which of its failures are worth a retry
         if retry is None:
             retry = RetryPolicy(
                 stop=stop_after_attempt(self.retries + 1),

@@ -11,6 +11,7 @@ from typing import Final, TypeVar
 from ..errors import InvalidMessage
 from ..model import Message, ToolUseBlock
 from ._fact import Fact, render_facts
+from .extraction import split_sentences as _split_sentences
 
 T = TypeVar("T")
 
@@ -135,6 +136,47 @@ def transcript(messages: Iterable[Message]) -> str:
         elif body:
             lines.append(f"{message_label(m)}: {body}")
     return "\n".join(lines)
+
+
+def join_unique(texts: Iterable[str]) -> str:
+    """Texts joined by blank lines, each line kept the first time only (case and spaces
+    aside): a summary never says the same line twice, whichever summarizer wrote it."""
+    seen: set[str] = set()
+    blocks: list[str] = []
+    for text in texts:
+        kept = []
+        for line in text.splitlines():
+            key = " ".join(line.split()).casefold()
+            if key and key in seen:
+                continue
+            seen.add(key)
+            kept.append(line)
+        block = "\n".join(kept).strip("\n")
+        if block:
+            blocks.append(block)
+    return "\n\n".join(blocks)
+
+
+def fit_whole(text: str, limit: int, count: Callable[[str], int]) -> str:
+    """The longest run of ``text``'s first lines that counts at most ``limit``; when not
+    even the first line fits, the longest run of its first sentences; else ``""``. Never
+    a cut sentence: what a summary drops to fit, it drops whole."""
+    if count(text) <= limit:
+        return text
+    lines = text.split("\n")
+    lo, hi = 0, len(lines)  # invariant: the first lo lines fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count("\n".join(lines[:mid]).rstrip()) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo:
+        return "\n".join(lines[:lo]).rstrip()
+    sentences = [s for _, s in _split_sentences(lines[0])]
+    while sentences and count(" ".join(sentences)) > limit:
+        sentences.pop()
+    return " ".join(sentences)
 
 
 def clip_to_tokens(

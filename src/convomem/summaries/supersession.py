@@ -3,12 +3,17 @@
 Each key (subject + attribute) has versions, oldest first; at most one is current
 (``valid_to is None``). A new value for a key closes the current one at the new one's
 ``valid_from`` ("I moved to Porto" closes "I live in Lisbon"); the same value again
-changes nothing; a statement older than the current value (a late, out-of-order
-message) is filed in the history, closed, and does not replace it. A user's "I switched
-from A to B" (``_keyed_rules.value_changes``) gives B to the one current fact whose value
-is A, whatever its attribute (the extractor cannot know it). ``current()``
-answers today's values, ``get(attr, as_of=t)`` the value at a time, ``history(attr)``
-every value ("what was my old address?").
+changes nothing (nor does a shorter form of it: "Biscuit" restates "Biscuit, a beagle");
+a statement older than the current value (a late, out-of-order message) is filed in the
+history, closed, and does not replace it. A user's "I switched from A to B"
+(``_keyed_rules.value_changes``) or "it's B, not A" gives B to the one current fact whose
+value is A, whatever its attribute (the extractor cannot know it); "I moved from Lisbon
+to Porto" with no fact holding Lisbon files Lisbon as the value before Porto. A
+correction that does not name the old value ("Sorry, typo: it's Chen.",
+``_keyed_rules.correction``) replaces what the user's previous message stated, when that
+message stated one fact of its kind (a name, a number, an email) and the correction
+states nothing else. ``current()`` answers today's values, ``get(attr, as_of=t)`` the
+value at a time, ``history(attr)`` every value ("what was my old address?").
 
 Each message is extracted once: ``add_messages`` remembers the ids it has read and
 hands only unseen messages to the extractor, so a re-fold or a resumed session costs no
@@ -16,15 +21,17 @@ extraction. ``state()`` / ``from_state()`` are the JSON form persisted with a se
 derived state; ``from_state`` also reads a ``FactLedger`` state (``RunningSummary``'s
 ``"ledger"`` entry) so older states still load.
 
-Ranking (``render``): the user's own statements first, then the assistant's, then tool
-output; within a source, identity, allergies and preferences before contact details,
-before anything else; the newest first. A page of dollar amounts from a tool never
-pushes out "allergic to: peanuts".
+Ranking (``render``, ``_ranking``): the user's own statements first, then the
+assistant's, then tool output; within a source the name, how (not) to contact them,
+allergies and health before contact details, home and job, people, ids, plans, likes,
+and bare amounts last. ``render(max_tokens)`` shows the longest ranked prefix that fits
+and says how many facts it left out (they stay retrievable: recall indexes every
+fact). A page of dollar amounts from a tool never pushes out "allergic to: peanuts",
+and no place pushes out the user's name.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -33,56 +40,21 @@ from typing import TYPE_CHECKING, Any, Final
 from .. import _check
 from ..errors import ConfigError, bounded_repr
 from ..tokens import Tokenizer, get_tokenizer
-from ._fact import SOURCE_TIER
-from ._keyed_rules import value_changes
+from ._keyed_rules import correction, shape, value_changes, value_corrections
+from ._ranking import HISTORY_HEADER, fact_rank, render_ranked, weight
 from .extractor import Extractor, OfflineExtractor
+from .fact_edits import FactEdits
 from .keyed import SUBJECT_USER, KeyedFact, norm_attribute, norm_value
 
 if TYPE_CHECKING:
     from ..model import Message
 
-__all__ = ["FACTS_STATE_VERSION", "HISTORY_HEADER", "FactHistory"]
+__all__ = ["FACTS_STATE_VERSION", "HISTORY_HEADER", "FactHistory", "fact_rank", "weight"]
 
 FACTS_STATE_VERSION: Final = 1
-HISTORY_HEADER: Final = "Known facts about the user (current values):"
-
-_WEIGHT: Final = {
-    "name": 7, "nickname": 7, "diet": 6, "email": 5, "phone": 5, "address": 5,
-    "city": 5, "age": 5, "job": 5, "employer": 5,
-}  # fmt: skip
 
 
-_MONEY = re.compile(r"^\s*(?:[$€£¥]|(?:USD|EUR|GBP)\s?)?-?[\d.,]+\s*(?:[$€£¥%]|USD|EUR|GBP)?\s*$")
-_CODE = re.compile(r"^(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{4,}$|^\d{6,}$")
-_CODE_WORDS: Final = ("number", "code", " id", "tracking", "confirmation", "reference", "ref")
-
-
-def weight(attribute: str, value: str = "") -> int:
-    """How much a fact matters when the facts must be cut to a budget: allergies and
-    identity first, then likes and dislikes, contact details, codes and ids, other
-    facts, and last bare amounts and numbers (a price can be looked up again)."""
-    if attribute.startswith(("allergy:", "pref:")):
-        return 7 if attribute.startswith("allergy:") else 6
-    if attribute in _WEIGHT:
-        return _WEIGHT[attribute]
-    if _CODE.match(value) or any(w in f" {attribute}" for w in _CODE_WORDS):
-        return 5
-    if _MONEY.match(value):
-        return 2
-    return 4
-
-
-def fact_rank(f: KeyedFact) -> tuple[int, int, float, int]:
-    """Higher first: source tier (user 2, assistant 1, tool 0), weight, the newer."""
-    return (
-        SOURCE_TIER.get(f.source_role, 1),
-        weight(f.key[1], f.value),
-        f.valid_from if f.valid_from is not None else 0.0,
-        f.seq or 0,
-    )
-
-
-class FactHistory:
+class FactHistory(FactEdits):
     """Keyed facts with supersession, fed by an ``Extractor`` once per message.
 
     ``extractor`` defaults to ``OfflineExtractor()``; ``tokenizer`` measures
@@ -106,6 +78,10 @@ class FactHistory:
         self._seen: dict[str, None] = {}
         self._confirmed: dict[tuple[str, str], float] = {}  # latest time a key's value was said
         self._seq = 0
+        # The keys the user's latest message stated: what a correction without the old
+        # value ("Sorry, typo: it's Chen.") replaces. Not persisted: after a resume a
+        # correction of the message before it is not applied.
+        self._last_user: list[tuple[str, str]] = []
         self.extracted = 0
         """Messages handed to the extractor so far."""
         self._lock = threading.RLock()
@@ -142,7 +118,8 @@ class FactHistory:
             self._confirm(key, at)
             return True
         latest = self._confirmed.get(key, cur.valid_from)
-        if norm_value(cur.value) == norm_value(f.value):
+        have, said = norm_value(cur.value), norm_value(f.value)
+        if have == said or have.startswith(said + ","):
             self._confirm(key, at)  # restated: a value said before this is older news
             return False
         if at is not None and latest is not None and at < latest:
@@ -207,27 +184,63 @@ class FactHistory:
     def _file_read(
         self, messages: list[Message], facts: list[KeyedFact], session_id: str | None
     ) -> list[KeyedFact]:
-        """Record what the extractor read in ``messages``, then the values their users
-        say they changed ("I switched from A to B": B supersedes the one current fact
-        whose value is A, whatever its attribute; none or several: nothing)."""
+        """Record what the extractor read in ``messages``, message by message, then the
+        values their users say they changed or corrected (the module docstring)."""
+        by_message: dict[str | None, list[KeyedFact]] = {}
+        for f in facts:
+            by_message.setdefault(f.message_id, []).append(f)
         with self._lock:
             self._mark(messages)
-            out = self.add(facts, session_id=session_id)
+            out = self.add(by_message.pop(None, []), session_id=session_id)
             for m in messages:
-                changes = value_changes(m.text()) if m.role == "user" else []
-                for old, new in changes:
-                    said = self._changed(old, new, m)
-                    if said is not None:
-                        out += self.add([said], session_id=session_id)
+                own = by_message.pop(m.id, [])
+                user = m.role == "user" and not m.has_tool_result()
+                changes = self._changes(m) if user else []  # read before m's own facts
+                out += self.add(own, session_id=session_id)
+                if user:
+                    out += self._apply(changes, m, own, session_id)
+                    self._last_user = [f.key for f in own]
+            for rest in by_message.values():  # facts credited to messages not given
+                out += self.add(rest, session_id=session_id)
             return out
 
-    def _changed(self, old: str, new: str, m: Message) -> KeyedFact | None:
-        """The fact ``m`` states by changing ``old`` to ``new``: the one current fact
-        holding ``old``, with ``new`` (None: no fact or several hold it)."""
-        holders = self._holding(old)
-        if len(holders) != 1:
-            return None
-        (cur,) = holders
+    def _changes(self, m: Message) -> list[tuple[str, str, KeyedFact | None]]:
+        """``(old, new, holder)`` of the values ``m`` says it changed, each holder the one
+        current fact holding ``old`` before ``m`` (None: no fact or several)."""
+        text = m.text()
+        out: list[tuple[str, str, KeyedFact | None]] = []
+        for pairs, numbers in ((value_changes(text), False), (value_corrections(text), True)):
+            for old, new in pairs:
+                holders = self._holding(old, numbers)
+                out.append((old, new, holders[0] if len(holders) == 1 else None))
+        return out
+
+    def _apply(
+        self,
+        changes: list[tuple[str, str, KeyedFact | None]],
+        m: Message,
+        own: list[KeyedFact],
+        session_id: str | None,
+    ) -> list[KeyedFact]:
+        """File the changes read before ``m``'s own facts; then a correction without
+        the old value, when ``m`` states nothing else."""
+        out: list[KeyedFact] = []
+        for old, new, holder in changes:
+            if holder is None:
+                self._file_before(old, new, own)
+                continue
+            versions = self._versions.get(holder.key, [])
+            if versions and versions[-1] is holder:  # not restated by m itself meanwhile
+                out += self.add([self._restated(holder, new, m)], session_id=session_id)
+        fixed = correction(m.text()) if not own and not changes else None
+        if fixed is not None:
+            said = self._corrected(fixed, m)
+            if said is not None:
+                out += self.add([said], session_id=session_id)
+        return out
+
+    @staticmethod
+    def _restated(cur: KeyedFact, new: str, m: Message) -> KeyedFact:
         return KeyedFact(
             cur.attribute,
             new,
@@ -237,12 +250,46 @@ class FactHistory:
             valid_from=m.created_at,
         )
 
-    def _holding(self, value: str) -> list[KeyedFact]:
+    def _file_before(self, old: str, new: str, own: list[KeyedFact]) -> None:
+        """ "I moved from Lisbon to Porto" and no fact held Lisbon: if the message filed
+        Porto under some key, Lisbon is that key's value before it (from an unknown time
+        until Porto's)."""
+        for f in own:
+            versions = self._versions.get(f.key, [])
+            if (
+                versions
+                and versions[-1].current
+                and norm_value(versions[-1].value) == norm_value(new)
+            ):
+                cur = versions[-1]
+                if len(versions) == 1 or norm_value(versions[-2].value) != norm_value(old):
+                    past = replace(cur, value=old, valid_from=None, valid_to=cur.valid_from or 0.0)
+                    versions.insert(len(versions) - 1, past)
+                return
+
+    def _corrected(self, value: str, m: Message) -> KeyedFact | None:
+        """The fact "it's ``value``" corrects: the one current fact of the previous user
+        message whose value has the same shape (an email, a number, a name)."""
+        cands = []
+        for key in self._last_user:
+            versions = self._versions.get(key, [])
+            if versions and versions[-1].current and shape(versions[-1].value) == shape(value):
+                cands.append(versions[-1])
+        if len(cands) != 1:
+            return None
+        (cur,) = cands
+        words = cur.attribute.casefold().split()
+        said = value.split()
+        if len(said) > len(words) and [w.casefold() for w in said[: len(words)]] == words:
+            value = " ".join(said[len(words) :])  # "apartment 9B" corrects apartment: 24
+        return self._restated(cur, value, m)
+
+    def _holding(self, value: str, numbers: bool = False) -> list[KeyedFact]:
         """The current facts whose value is ``value`` (or starts with it and a comma:
-        "BlueWave Pool, near the station"); none for a bare number, which many
-        attributes could hold."""
+        "BlueWave Pool, near the station"), the user's own first; none for a bare number
+        unless ``numbers`` (many attributes could hold it)."""
         want = norm_value(value)
-        if not want or want.replace(".", "").isdigit():
+        if not want or (not numbers and want.replace(".", "").isdigit()):
             return []
         out = []
         for versions in self._versions.values():
@@ -250,7 +297,8 @@ class FactHistory:
             have = norm_value(cur.value)
             if cur.current and (have == want or have.startswith(want + ",")):
                 out.append(cur)
-        return out
+        users = [f for f in out if f.source_role == "user"]
+        return users or out
 
     # -- reading -------------------------------------------------------------------------
 
@@ -298,26 +346,10 @@ class FactHistory:
         return isinstance(message_id, str) and message_id in self._seen
 
     def render(self, max_tokens: int | None = None) -> str:
-        """The current facts, best ranked first, one per line, within ``max_tokens``
-        (an "omitted" line says how many did not fit); ``""`` when there are none."""
-        ranked = sorted(self.current(None), key=fact_rank, reverse=True)
-        if not ranked:
-            return ""
-        count = self._tok.count
-        lines = [HISTORY_HEADER]
-        omitted = 0
-        for f in ranked:
-            line = f"- {f.statement()}"
-            if max_tokens is not None and count("\n".join([*lines, line])) + 12 > max_tokens:
-                omitted += 1
-                continue
-            lines.append(line)
-        if omitted:
-            lines.append(f"({omitted} more facts omitted)")
-        text = "\n".join(lines)
-        if max_tokens is not None and count(text) > max_tokens:
-            return ""
-        return text
+        """The current facts, best ranked first, one per line: within ``max_tokens``
+        the longest ranked prefix that fits with a last line saying how many facts were
+        left out; ``""`` when there are none or not even the best one fits."""
+        return render_ranked(self.current(None), max_tokens, self._tok.count)
 
     # -- state ---------------------------------------------------------------------------
 

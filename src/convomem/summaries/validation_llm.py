@@ -205,20 +205,11 @@ class LLMSummaryJudge:
         self, messages: Sequence[Message] | str, summary: Summary | Message | str
     ) -> SummaryValidation:
         """Judge ``summary`` against ``messages`` (blocking)."""
-        request = self.build_request(messages, summary)
-        try:
-            response = self._llm._sync().chat.completions.create(**request)
-        except Exception as exc:
-            raise self._llm._error(exc) from exc
-        return self.parse_response(response)
+        return self._llm.complete(self.build_request(messages, summary), self.parse_response)
 
     async def acall(
         self, messages: Sequence[Message] | str, summary: Summary | Message | str
     ) -> SummaryValidation:
         """Async twin of ``__call__`` (uses ``AsyncOpenAI``)."""
         request = self.build_request(messages, summary)
-        try:
-            response = await self._llm._async().chat.completions.create(**request)
-        except Exception as exc:
-            raise self._llm._error(exc) from exc
-        return self.parse_response(response)
+        return await self._llm.acomplete(request, self.parse_response)

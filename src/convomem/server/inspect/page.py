@@ -122,9 +122,13 @@ def session_page(
     nonce: str,
     interval_ms: int = 1000,
     back_url: str | None = None,
+    facts_url: str | None = None,
 ) -> str:
     """The page of one session: its sections, then the live-update script."""
     back = f'<a href="{escape(back_url)}">sessions of this user</a>' if back_url else ""
+    if facts_url:
+        back += f'<a href="{escape(facts_url)}" data-facts-link>facts of this user</a>'
+
     user = "" if info.user_id is None else f" · user <code>{escape(info.user_id)}</code>"
     head = (
         f"<header><h1>convomem inspector</h1><span>session <code data-session>"
@@ -177,9 +181,11 @@ def sessions_page(
     if next_cursor is not None:
         q = urlencode({"user_id": user_id, "cursor": next_cursor})
         more = f'<p><a href="{escape(base)}?{escape(q)}">more sessions</a></p>'
+    facts = f"{base}/users/{quote(user_id, safe='')}/facts"
     body = (
         f"<header><h1>convomem inspector</h1><span>sessions of user <code>{escape(user_id)}"
-        f"</code></span></header><main><section>{form}</section><section>{table}{more}"
+        f'</code></span><a href="{escape(facts)}" data-facts-link>facts of this user</a>'
+        f"</header><main><section>{form}</section><section>{table}{more}"
         "</section></main>"
     )
     return _doc(f"{user_id} · convomem inspector", body)

@@ -1,6 +1,7 @@
 """The inspector's routes: ``/inspect`` (a user's sessions), ``/inspect/{session}`` (the
-page), ``/inspect/{session}/data`` (its sections as JSON, for the live update) and
-``/inspect/login``.
+page), ``/inspect/{session}/data`` (its sections as JSON, for the live update),
+``/inspect/users/{user}/facts`` (a user's facts, with forms that correct, delete and add
+them through ``server.facts``, as the API does) and ``/inspect/login``.
 
 Auth is the API's: the same keys, scoped to the key's tenant (another tenant's session is
 the same 404 as a missing one). A browser cannot send an ``Authorization`` header when
@@ -25,18 +26,22 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Mapping
-from typing import Annotated, Final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, Final
 from urllib.parse import parse_qs, quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, ValidationError
 
 from ...session.timeline import Timeline, atimeline
 from ...stores.database import SessionInfo
 from ...stores.expiry import expired
 from ..deps import ApiKey, Services, get_services, open_memory, require_key, session_info
+from ..facts import add_fact, delete_fact, get_facts, update_fact
+from ..models import FactIn, FactPatch
 from ..problems import Problem
+from .facts_page import facts_page, facts_url
 from .page import login_page, session_page, sessions_page
 from .render import sections
 
@@ -250,6 +255,7 @@ async def session_view(
         nonce=nonce,
         interval_ms=interval,
         back_url=back,
+        facts_url=None if info.user_id is None else facts_url(BASE, info.user_id),
     )
     return _html(html, nonce=nonce)
 
@@ -276,3 +282,103 @@ async def session_data(
         "timeline": t.to_dict(),
     }
     return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+# -- a user's facts: the page and its correction forms ---------------------------------
+
+
+@router.get("/users/{user_id}/facts")
+async def user_facts(request: Request, user_id: str) -> Response:
+    """Every version of the user's facts, with forms to correct, delete and add."""
+    key = await _page_key(request)
+    if isinstance(key, Response):
+        return key
+    services = await get_services(request)
+    facts = await get_facts(services, key, user_id, history=True)
+    done = request.query_params.get("done", "")[:300]
+    return _html(facts_page(user_id, facts, BASE, notice=done))
+
+
+@router.post("/users/{user_id}/facts")
+async def user_facts_add(request: Request, user_id: str) -> Response:
+    """The add form: set a fact by hand (``attribute``, ``value``, ``subject``)."""
+
+    async def add(services: Services, key: ApiKey, form: dict[str, str]) -> str:
+        body = _model(FactIn, {"subject": "user", **form})
+        fact, created, _ = await add_fact(services, key, user_id, body)
+        return f"set {fact.statement}" if created else f"unchanged: {fact.statement}"
+
+    return await _edit_page(request, user_id, add)
+
+
+@router.post("/users/{user_id}/facts/{fact_id}")
+async def user_fact_edit(request: Request, user_id: str, fact_id: str) -> Response:
+    """A row's forms: ``action=correct`` with the new ``value``, or ``action=delete``."""
+
+    async def edit(services: Services, key: ApiKey, form: dict[str, str]) -> str:
+        action = form.pop("action", "")
+        if action == "delete":
+            await delete_fact(services, key, user_id, fact_id)
+            return "deleted"
+        if action != "correct":
+            raise Problem(422, "bad-request", "action: correct or delete", field="action")
+        fact, _, _ = await update_fact(services, key, user_id, fact_id, _model(FactPatch, form))
+        return f"corrected: {fact.statement}"
+
+    return await _edit_page(request, user_id, edit)
+
+
+def _model(cls: type[BaseModel], data: dict[str, str]) -> Any:
+    """A form's fields as ``cls`` (a 422 problem naming the first bad field)."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(x) for x in first["loc"])
+        raise Problem(
+            422, "bad-request", f"{field}: {first['msg']}", field=field, value=first.get("input")
+        ) from None
+
+
+def _same_site(request: Request) -> bool:
+    """Whether a form post comes from the inspector's own pages. The cookie is
+    SameSite=Strict (another site's post carries no key); this refuses such a post even
+    with a key: by ``Sec-Fetch-Site`` when the browser sends it, else by ``Origin``
+    (``null`` under the pages' no-referrer policy)."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    return origin in (None, "null") or origin.split("://", 1)[-1] == host
+
+
+async def _edit_page(
+    request: Request,
+    user_id: str,
+    edit: Callable[[Services, ApiKey, dict[str, str]], Awaitable[str]],
+) -> Response:
+    """Run a form's edit with the cookie's key, then show the facts page again: after a
+    redirect (so a reload does not post twice), or at once with the problem."""
+    if not _same_site(request):
+        return _html(login_page(f"{BASE}/login", BASE, "A form of another site."), 403)
+    key = await _page_key(request)
+    if isinstance(key, Response):
+        return key
+    services = await get_services(request)
+    raw = parse_qs((await request.body()).decode("utf-8", "replace"))
+    form = {k: v[0] for k, v in raw.items() if v}
+    try:
+        done = await edit(services, key, form)
+    except Problem as exc:
+        if exc.status == 404 and exc.field == "user":
+            raise
+        facts = await get_facts(services, key, user_id, history=True)
+        error = (
+            exc.detail
+            if exc.field is None or exc.detail.startswith(exc.field)
+            else (f"{exc.field}: {exc.detail}")
+        )
+        return _html(facts_page(user_id, facts, BASE, error=error), exc.status)
+    target = f"{facts_url(BASE, user_id)}?{urlencode({'done': done})}"
+    return RedirectResponse(target, status_code=303)
