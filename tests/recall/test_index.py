@@ -15,6 +15,7 @@ from convomem.errors import ConfigError, InvalidMessage, MessageConflict
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.stores import open_store
+from convomem.summaries.fact_edits import fact_id
 from convomem.summaries.keyed import KeyedFact
 from convomem.summaries.supersession import FactHistory
 
@@ -375,9 +376,12 @@ def test_expired_sessions_are_not_found_and_their_facts_not_served(
 
         assert len(found(10)) == 8 and found(1)[0].startswith("a")
         assert current() == {"diet": "vegetarian", "city": "Porto"}
+        ids = {f.value: fact_id(f) for f in idx.facts("u").versions()}
         now[0] = 1100.0  # "a" expired (the store's TTL)
         assert found(1) == ["c1"] and sorted(found(10)) == ["b1", "c1"]
         assert current() == {"diet": "vegan", "city": "Porto"}
+        kept = {f.value: fact_id(f) for f in idx.facts("u").versions()}
+        assert kept == {v: i for v, i in ids.items() if v != "vegetarian"}  # ids stay
         now[0] = 1110.0  # "c" expired (its own TTL)
         assert found(1) == ["b1"] and found(10) == ["b1"]
         assert current() == {"diet": "vegan"}

@@ -179,8 +179,8 @@ def test_an_expired_session_is_unreadable_on_every_path_at_once(
         return {x["session_id"] for x in hits}
 
     def cities() -> list[str]:
-        facts = client.get("/v1/users/ana/facts", headers=h).json()
-        return [f["value"] for f in facts["history"] if f["attribute"] == "city"]
+        facts = client.get("/v1/users/ana/facts", params={"history": "true"}, headers=h)
+        return [f["value"] for f in facts.json()["history"] if f["attribute"] == "city"]
 
     def context() -> str:
         r = client.get("/v1/sessions/new/context", params={"query": "parcel"}, headers=h)

@@ -200,9 +200,12 @@ def without(state: Any, sessions: Collection[str]) -> Any:
         return state
     kept = sorted((f for f in facts if f.session_id not in sessions), key=lambda f: f.seq or 0)
     refiled = FactHistory()
-    refiled.add(kept)
+    refiled.add(kept)  # numbers its input 1, 2, ... in order: the i-th is kept[i - 1]
     fresh = refiled.state()
-    return {**state, "facts": fresh["facts"], "confirmed": fresh["confirmed"]}
+    rows = []
+    for row in fresh["facts"]:  # each version keeps its seq, so its fact_id stays
+        rows.append({**row, "seq": kept[int(row["seq"]) - 1].seq})
+    return {**state, "facts": rows, "confirmed": fresh["confirmed"]}
 
 
 def dump(history: FactHistory) -> str:

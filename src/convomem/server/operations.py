@@ -14,10 +14,12 @@ import uuid
 from dataclasses import asdict
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
 from ..model import Message
 from ..packing import Packer
 from ..stores.database import SessionInfo
+from ..stores.records import ID_RULE, check_id
 from .deps import (
     TTL_KEY,
     ApiKey,
@@ -114,8 +116,16 @@ async def create_session(
 ) -> tuple[SessionInfo, bool]:
     """Create a session owned by ``user_id`` (an id is made when none is given); returns
     it and whether it is new. The same owner and metadata again return it; another
-    owner or other metadata is a 409."""
+    owner or other metadata is a 409. Ids follow the one id rule (``check_id``: every
+    face, HTTP or MCP, creates only ids every route reaches)."""
     sid = session_id or uuid.uuid4().hex
+    for field, value in (("id", sid), ("user_id", user_id)):
+        try:
+            check_id(field, value)
+        except ConfigError:
+            raise Problem(
+                422, "bad-request", f"{field}: an id must be {ID_RULE}", field=field, value=value
+            ) from None
     stored = _stored_metadata(metadata or {}, ttl_seconds)
     store = svc.db.session(sid, tenant=key.tenant)
     info = await store.info()
