@@ -56,11 +56,16 @@ def test_one_if_match_lets_exactly_one_of_many_writers_in(
                 i: int, round_: int = round_, seq: int = seq, gate: threading.Barrier = gate
             ) -> httpx.Response:
                 gate.wait()
-                return clients[i % replicas].post(
-                    "/v1/sessions/s/messages",
-                    json=_body(f"r{round_}w{i}"),
-                    headers=h | {"If-Match": f'"{seq}"'},
-                )
+                for _ in range(5):  # a 503 (SQLite busy under load) is retried, as clients do
+                    r = clients[i % replicas].post(
+                        "/v1/sessions/s/messages",
+                        json=_body(f"r{round_}w{i}"),
+                        headers=h | {"If-Match": f'"{seq}"'},
+                    )
+                    if r.status_code != 503:
+                        break
+                    time.sleep(float(r.headers.get("retry-after", "1")))
+                return r
 
             with ThreadPoolExecutor(WRITERS) as pool:
                 answers = list(pool.map(write, range(WRITERS)))

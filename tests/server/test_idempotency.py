@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -158,7 +159,12 @@ def test_racing_reuses_of_a_key_write_once(two_replicas: tuple[list[str], dict[s
                 if ids:
                     m["id"] = f"m-{i}"
                 body = {"messages": [m, {"role": "assistant", "content": f"reply {i}"}]}
-                return _append(clients[i % 2], h, sid, body, **{"Idempotency-Key": "shared"})
+                for _ in range(5):  # a 503 (SQLite busy under load) is retried, as clients do
+                    r = _append(clients[i % 2], h, sid, body, **{"Idempotency-Key": "shared"})
+                    if r.status_code != 503:
+                        break
+                    time.sleep(float(r.headers.get("retry-after", "1")))
+                return r
 
             with ThreadPoolExecutor(6) as pool:
                 answers = list(pool.map(send, range(6)))
