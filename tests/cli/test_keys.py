@@ -37,4 +37,4 @@ def test_create_list_revoke(tmp_path: Path) -> None:
     assert "revoked" in run("keys", "list", "--store", url)[1]
     assert _verify(url, key) is None
     one_line_failure(*run("keys", "revoke", key_id, "--store", url))
-    one_line_failure(*run("keys", "create", "--tenant", "a b", "--store", url))
+    one_line_failure(*run("keys", "create", "--tenant", "a/b", "--store", url))

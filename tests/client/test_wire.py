@@ -46,8 +46,10 @@ def test_every_error_status_maps_to_its_family(
         assert isinstance(err, Unauthorized | PermissionError)
     elif status == 404:
         assert isinstance(err, NotFound | LookupError)
-    elif status == 409 and slug.endswith("-conflict") and slug != "conflict":
-        assert isinstance(err, MessageConflict)
+    elif (slug == "idempotency-conflict" and status == 422) or (
+        status == 409 and slug.endswith("-conflict") and slug != "conflict"
+    ):
+        assert isinstance(err, MessageConflict)  # (a reused Idempotency-Key: 422 since issue 20)
     elif status == 409 and (slug == "precondition-failed" or field == "If-Match"):
         assert isinstance(err, ConcurrentUpdate)
     elif status == 409:

@@ -153,6 +153,7 @@ def test_ttl_expires_refreshes_and_sweeps(tmp_path: Path) -> None:
         assert store.get(("m", "u1"), "short") is None  # expired: invisible at once
         assert [i.key for i in store.search(("m", "u1"))] == ["long"]
         assert [i.key for i in store.search(("m", "u1"), query="ephemeral note")] == ["long"]
+
         def indexed() -> list[str]:
             hits = recall.search("ephemeral", user_id="u1", kinds="langgraph", distinct=False)
             return sorted(h.text for h in hits)

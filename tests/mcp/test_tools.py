@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from _mcp_support import bad_arguments, call, check_tools, every_tool, long_session, other_tenant
+from _mcp_support import (
+    bad_arguments,
+    call,
+    check_tools,
+    every_tool,
+    long_session,
+    other_tenant,
+    refused,
+)
 from convomem.mcp import build_server
 from convomem.mcp.tools import Caller
 from convomem.server.deps import ApiKey, Services, open_services
@@ -109,3 +117,15 @@ def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(builtins, "__import__", no_mcp)
     with pytest.raises(MissingDependency, match=r"convomem\[mcp\]"):
         mount(object())
+
+
+async def test_the_tools_create_only_ids_every_route_reaches(services: Services) -> None:
+    """The one id rule holds for the MCP face too (``operations.create_session``)."""
+    async with client_for(services, "acme") as client:
+        msg = [{"role": "user", "content": "hi"}]
+        for sid, user in (("a/b", "u"), ("..", "u"), ("s", "u\\v")):
+            text = await refused(client, "add_messages", session_id=sid, user_id=user, messages=msg)
+            assert "an id must be" in text
+        listed = await call(client, "list_sessions", user_id="u")
+        assert listed["sessions"] == []
+        assert await call(client, "add_messages", session_id="a b", user_id="u", messages=msg)

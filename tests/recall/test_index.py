@@ -15,6 +15,9 @@ from convomem.errors import ConfigError, InvalidMessage, MessageConflict
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
 from convomem.stores import open_store
+from convomem.summaries.fact_edits import fact_id
+from convomem.summaries.keyed import KeyedFact
+from convomem.summaries.supersession import FactHistory
 
 EXAMPLES = int(os.environ.get("CONVOMEM_RECALL_EXAMPLES", "12"))
 RECALL_BACKENDS = ["sqlite_memory", "postgresql"]
@@ -340,3 +343,72 @@ def test_without_a_query_side_a_query_shares_the_texts_cache(
         (hit,) = idx.search("teal", user_id="u", k=1)
         assert emb.texts.count("teal") == 1 and idx.embedded == 1
         assert hit.similarity == pytest.approx(1.0)
+
+
+def test_expired_sessions_are_not_found_and_their_facts_not_served(
+    fresh_url: Callable[[], str],
+) -> None:
+    """Expiry is a rule of reading (``stores.expiry``): the moment a session expires (the
+    store's TTL, or its own ``convomem:ttl_seconds`` after its last write) its items are
+    not found, even where they would rank first, and the facts said in it are not
+    served; a value it had superseded is current again. Nothing was swept."""
+    now = [1000.0]
+    db = open_store(fresh_url(), ttl=100, clock=lambda: now[0])
+    try:
+        idx = RecallIndex(db, embedder=HashingEmbedder(dim=64), clock=lambda: now[0])
+        db.session("a", user_id="u").add_items([msg("hello")])  # expires at 1100
+        now[0] = 1090.0
+        db.session("b", user_id="u").add_items([msg("hello")])  # expires at 1190
+        db.session("c", user_id="u").set_metadata({"convomem:ttl_seconds": 20})  # 1110
+        strong = [msg(f"peanut peanut allergy {i}", f"a{i}") for i in range(6)]
+        idx.add(strong, user_id="u", session_id="a")
+        idx.add([msg("peanut note", "b1")], user_id="u", session_id="b")
+        idx.add([msg("peanut peanut peanut", "c1")], user_id="u", session_id="c")
+        facts = FactHistory()
+        facts.add([KeyedFact("diet", "vegan", session_id="b", valid_from=1.0)])
+        facts.add([KeyedFact("diet", "vegetarian", session_id="a", valid_from=2.0)])
+        facts.add([KeyedFact("city", "Porto", session_id="c", valid_from=3.0)])
+        idx.save_facts("u", facts)
+
+        def found(k: int) -> list[str]:
+            return [h.message_id for h in idx.search("peanut allergy", user_id="u", k=k)]
+
+        def current() -> dict[str, str]:
+            return {f.attribute: f.value for f in idx.facts("u").current()}
+
+        assert len(found(10)) == 8 and found(1)[0].startswith("a")
+        assert current() == {"diet": "vegetarian", "city": "Porto"}
+        ids = {f.value: fact_id(f) for f in idx.facts("u").versions()}
+        now[0] = 1100.0  # "a" expired (the store's TTL)
+        assert found(1) == ["c1"] and sorted(found(10)) == ["b1", "c1"]
+        assert current() == {"diet": "vegan", "city": "Porto"}
+        kept = {f.value: fact_id(f) for f in idx.facts("u").versions()}
+        assert kept == {v: i for v, i in ids.items() if v != "vegetarian"}  # ids stay
+        now[0] = 1110.0  # "c" expired (its own TTL)
+        assert found(1) == ["b1"] and found(10) == ["b1"]
+        assert current() == {"diet": "vegan"}
+        assert [f.value for f in idx.facts("u").history(None, subject="user")] == ["vegan"]
+        assert db.sweep() == 1  # only the store's TTL is swept; reading never waited for it
+        assert found(10) == ["b1"]
+        idx.close()
+    finally:
+        db.close()
+
+
+def test_deleting_a_session_deletes_the_facts_said_in_it(fresh_url: Callable[[], str]) -> None:
+    idx = RecallIndex(fresh_url(), embedder=HashingEmbedder(dim=64))
+    facts = FactHistory()
+    facts.add([KeyedFact("city", "Lisbon", session_id="s1", valid_from=1.0)])
+    facts.add([KeyedFact("city", "Porto", session_id="s2", valid_from=2.0)])
+    facts.add([KeyedFact("diet", "vegan", session_id="s2", valid_from=3.0)])
+    idx.save_facts("u", facts)
+    idx.add([msg("peanut", "m1")], user_id="u", session_id="s2")
+    assert idx.delete(user_id="u", session_id="s2") == 1
+    h = idx.facts("u")
+    assert [(f.attribute, f.value) for f in h.current()] == [("city", "Lisbon")]
+    assert [f.value for f in h.history(None, subject="user")] == ["Lisbon"]
+    assert idx.delete(user_id="u", session_id="s2") == 0  # nothing left to do
+    assert idx.facts("u").version == h.version
+    idx.delete(user_id="u", message_ids=["m9"])  # some messages: facts stay
+    assert [f.value for f in idx.facts("u").current()] == ["Lisbon"]
+    idx.close()

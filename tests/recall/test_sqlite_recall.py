@@ -159,3 +159,43 @@ def test_a_snapshot_loads_a_partition_in_one_read_and_goes_with_any_removal(
         hits = third.search("blue train", user_id="u", k=50)
         assert third.backend.loaded_rows == 91  # rebuilt from the rows
         assert not {h.session_id for h in hits} & {"s1"}
+
+
+def _users_rows(path: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT tenant, user_id FROM convomem_recall_users").fetchall()
+
+
+@pytest.mark.parametrize("how", ["index", "store", "last session"])
+def test_an_erased_user_leaves_no_row_and_no_partition_anywhere(tmp_path: Path, how: str) -> None:
+    """After an erasure (the index's, the store's, or the deletion of the user's last
+    session) no row names the user, and another process's partition of them is dropped
+    even when the user comes back with counters equal to the old ones."""
+    path = tmp_path / "r.db"
+    db = open_store(f"sqlite:///{path}")
+    other = RecallIndex(f"sqlite:///{path}")  # another process's index, partitions and all
+    mine = RecallIndex(db)
+    db.session("s", user_id="u").add_items([Message("x", "user", content="hello")])
+    db.session("k", user_id="keep").add_items([Message("x", "user", content="hello")])
+    old = [Message(f"m{i}", "user", content=f"secret parcel {i}") for i in range(3)]
+    mine.add(old, user_id="u", session_id="s")
+    mine.add([Message("k1", "user", content="parcel kept")], user_id="keep", session_id="k")
+    assert len(other.search("parcel", user_id="u")) == 3  # loaded: (added, removed) = (3, 0)
+    assert len(other.search("parcel", user_id="keep")) == 1
+    if how == "index":
+        mine.erase_user("u")
+        assert db.erase_user("u") == 1
+    elif how == "store":
+        assert db.erase_user("u") == 1
+    else:
+        assert db.delete_session("s", user_id="u")
+    assert _users_rows(path) == [("", "keep")]
+    db.session("s2", user_id="u").add_items([Message("y", "user", content="hi")])
+    new = [Message(f"n{i}", "user", content=f"new parcel {i}") for i in range(3)]
+    mine.add(new, user_id="u", session_id="s2")  # the same counters again: (3, 0)
+    texts = sorted(h.text for h in other.search("parcel", user_id="u", k=10))
+    assert texts == ["new parcel 0", "new parcel 1", "new parcel 2"]
+    assert len(other.search("parcel", user_id="keep")) == 1
+    other.close()
+    mine.close()
+    db.close()

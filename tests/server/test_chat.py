@@ -317,3 +317,36 @@ def test_a_turn_is_recorded_on_the_reply_for_the_inspector(
     assert second.context_tokens > first.context_tokens
     # no compaction in between: the whole previous request is a cacheable prefix
     assert second.prefix_tokens == first.context_tokens - REPLY_PRIMING_TOKENS
+
+
+def test_the_chat_route_caps_sizes_as_messages_does_and_cuts_a_long_reply(
+    make_client: Callable[..., TestClient], make_key: Key, fake: FakeUpstream
+) -> None:
+    fake.reply = "word " * 300 + "\ud800 the end"  # over the cap, and a lone surrogate
+    tc = make_client(upstream_url=fake.url, upstream_model="fake-model", max_message_chars=500)
+    h = make_key("acme")
+    c = client_of(tc, h)
+    c.create_session("u1", id="s1")
+    for body, field in (
+        ({"content": "x" * 600}, "content"),
+        ({"message": {"role": "user", "content": "y" * 600}}, "message"),
+        ({"message": {"role": "user", "content": "z" * 400, "name": "n" * 100}}, "message"),
+    ):
+        r = tc.post("/v1/sessions/s1/chat", json=body, headers=h)
+        assert r.status_code == 413 and r.json()["field"] == field, r.text
+    assert fake.requests == [] and log(c) == []  # refused before anything
+    stream = c.chat("s1", "tell me everything")
+    assert "".join(stream) == fake.reply.replace("\ud800", "\ufffd")  # the client sees it all
+    assert stream.reply.done is not None and stream.reply.done["truncated"] is True
+    user, reply = log(c)
+    assert user["content"] == "tell me everything"
+    stored = {"role": "assistant", "content": reply["content"]}
+    assert len(json.dumps(stored, ensure_ascii=False)) <= 500
+    assert reply["content"].startswith("word word") and reply["content"].endswith(
+        "[... the reply was cut here: it was over 500 characters]"
+    )
+    fake.reply = "short \ud83d reply"
+    again = c.chat("s1", "and briefly?")
+    assert "".join(again) == "short \ufffd reply"
+    assert again.reply.done is not None and again.reply.done["truncated"] is False
+    assert log(c)[-1]["content"] == "short \ufffd reply"

@@ -138,6 +138,12 @@ def test_auth_by_header_cookie_query_and_form(
     assert f"{COOKIE}={token}" in cookie and "HttpOnly" in cookie and "Path=/inspect" in cookie
     assert "samesite=strict" in cookie.lower()
 
+    for junk in ("cm_000000000000_" + "x" * 43, "", "not a key"):  # checked, never stored
+        refused = client.get("/inspect/s1", params={"key": junk}, follow_redirects=False)
+        assert refused.status_code == 401 and "not valid" in refused.text
+        assert "set-cookie" not in refused.headers
+        assert not junk or junk not in refused.text  # nor echoed
+
     client.cookies.set(COOKIE, token)
     assert client.get("/inspect/s1").status_code == 200
     assert client.get("/inspect/s1/data").status_code == 200

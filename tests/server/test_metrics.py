@@ -28,3 +28,15 @@ def test_histogram_buckets_are_cumulative_and_labels_escaped() -> None:
         "convomem_chat_turns_total 2" in text and "# TYPE convomem_chat_turns_total counter" in text
     )
     assert m.requests('/a"b\\c', 200) == 5 and m.value("chat_turns") == 2 and m.value("nope") == 0
+
+
+def test_labels_are_bounded_whatever_the_methods_clients_invent() -> None:
+    m = Metrics()
+    for i in range(3000):
+        m.request("unmatched", f"M{i}", 405, 0.001)
+    m.request("/v1/sessions", "GET", 200, 0.001)
+    series = [x for x in m.render().splitlines() if x.startswith("convomem_requests_total{")]
+    assert series == [
+        'convomem_requests_total{route="/v1/sessions",method="GET",status="200"} 1',
+        'convomem_requests_total{route="unmatched",method="other",status="405"} 3000',
+    ]

@@ -66,7 +66,7 @@ def test_idempotency_key_and_message_ids(client: TestClient, make_key: Key) -> N
     assert first.json()["messages"] == again.json()["messages"]
     other = {"messages": [{"role": "user", "content": "something else"}, body["messages"][1]]}
     r = client.post("/v1/sessions/s1/messages", json=other, headers=idem)
-    assert r.status_code == 409 and r.json()["type"].endswith("/idempotency-conflict")
+    assert r.status_code == 422 and r.json()["type"].endswith("/idempotency-conflict")
     # a replay is answered from the record even after the session moved on
     client.post(
         "/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": "z"}]}, headers=h
@@ -80,7 +80,7 @@ def test_idempotency_key_and_message_ids(client: TestClient, make_key: Key) -> N
     assert client.post("/v1/sessions/s1/messages", json=ided, headers=k2).status_code == 201
     other_ids = {"messages": [{"id": "a-2", "role": "user", "content": "q"}]}
     r = client.post("/v1/sessions/s1/messages", json=other_ids, headers=k2)
-    assert r.status_code == 409 and r.json()["type"].endswith("/idempotency-conflict")
+    assert r.status_code == 422 and r.json()["type"].endswith("/idempotency-conflict")
     # the same key on another session is another key
     client.post("/v1/sessions", json={"id": "s2", "user_id": "u1"}, headers=h)
     assert client.post("/v1/sessions/s2/messages", json=other_ids, headers=k2).status_code == 201

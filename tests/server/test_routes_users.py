@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -146,3 +147,70 @@ def test_the_embedder_setting_chooses_what_recall_embeds_with(
     query = {"user_id": "ana", "query": "food allergy"}  # no word, no n-gram in common
     hits = client.post("/v1/recall/search", json=query, headers=h).json()["hits"]
     assert hits[0]["text"] == "Ich kann keine Erdnüsse essen"
+
+
+def _age(store_url: str, session_id: str, seconds: float) -> None:
+    """Move a session's last write ``seconds`` into the past (its own TTL then runs out
+    as if that time had passed; nothing else is touched)."""
+    with sqlite3.connect(store_url.removeprefix("sqlite:///")) as conn:
+        done = conn.execute(
+            "UPDATE convomem_sessions SET updated_at = updated_at - ? WHERE session_id = ?",
+            (seconds, session_id),
+        ).rowcount
+    assert done == 1
+
+
+def test_an_expired_session_is_unreadable_on_every_path_at_once(
+    make_client: Callable[..., TestClient], make_key: Key, store_url: str
+) -> None:
+    """A session past its own ``ttl_seconds``, never touched since: its messages are not
+    found by recall, its facts are not served nor put in the user's other contexts, the
+    inspector does not list it; the live session's are. Nothing swept it."""
+    client = make_client(budget=2000, recall_deadline=None)
+    h = make_key("acme")
+    old = {"id": "old", "user_id": "ana", "ttl_seconds": 3600}
+    assert client.post("/v1/sessions", json=old, headers=h).status_code == 201
+    said = [{"role": "user", "content": "I live in Lisbon. My parcel number is 4471."}]
+    assert client.post("/v1/sessions/old/messages", json={"messages": said}, headers=h)
+    _seed(client, h, "new", "ana", ["my parcel is the blue one"])
+    search = {"user_id": "ana", "query": "parcel number"}
+
+    def found() -> set[str]:
+        hits = client.post("/v1/recall/search", json=search, headers=h).json()["hits"]
+        return {x["session_id"] for x in hits}
+
+    def cities() -> list[str]:
+        facts = client.get("/v1/users/ana/facts", params={"history": "true"}, headers=h)
+        return [f["value"] for f in facts.json()["history"] if f["attribute"] == "city"]
+
+    def context() -> str:
+        r = client.get("/v1/sessions/new/context", params={"query": "parcel"}, headers=h)
+        assert r.status_code == 200
+        return str(r.json()["context"])
+
+    def listed() -> str:
+        return client.get("/inspect", params={"user_id": "ana"}, headers=h).text
+
+    assert found() == {"old", "new"} and cities() == ["Lisbon"]
+    assert "4471" in context() and "Lisbon" in context() and "/inspect/old" in listed()
+    _age(store_url, "old", 3601)
+    assert found() == {"new"} and cities() == []
+    assert "4471" not in context() and "Lisbon" not in context()
+    assert "/inspect/old" not in listed() and "/inspect/new" in listed()
+    listing = client.get("/v1/sessions", params={"user_id": "ana"}, headers=h).json()
+    assert [s["id"] for s in listing["sessions"]] == ["new"]
+    assert client.get("/v1/sessions/old", headers=h).status_code == 404
+
+
+def test_deleting_a_session_deletes_the_facts_said_in_it(client: TestClient, make_key: Key) -> None:
+    h = make_key("acme")
+    _seed(client, h, "s1", "ana", ["I live in Lisbon."])
+    _seed(client, h, "s2", "ana", ["I moved to Porto. I am allergic to peanuts."])
+
+    def current() -> dict[str, str]:
+        facts = client.get("/v1/users/ana/facts", headers=h).json()["current"]
+        return {f["attribute"]: f["value"] for f in facts}
+
+    assert current() == {"city": "Porto", "allergy:peanuts": "yes"}
+    assert client.delete("/v1/sessions/s2", headers=h).status_code == 204
+    assert current() == {"city": "Lisbon"}

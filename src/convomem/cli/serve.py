@@ -49,6 +49,11 @@ def add_parser(sub: Any) -> None:
         help="recall index store URL (default: the store, when SQLite/PostgreSQL)",
     )
     p.add_argument(
+        "--no-recall",
+        action="store_true",
+        help="run without recall (no index, no facts): e.g. on PostgreSQL without pgvector",
+    )
+    p.add_argument(
         "--embedder",
         metavar="SPEC",
         default=None,
@@ -141,6 +146,8 @@ def settings_of(args: argparse.Namespace) -> Any:
         "upstream_url": args.upstream_url,
         "upstream_model": args.upstream_model,
         "upstream_api_key": os.environ.get("CONVOMEM_UPSTREAM_API_KEY"),
+        "metrics_key": os.environ.get("CONVOMEM_METRICS_KEY") or None,
+        "use_recall": False if args.no_recall else None,
         "extra": {"mcp": {"enabled": not args.no_mcp, "allow_erase": args.mcp_allow_erase}},
     }
     return Settings(**{k: v for k, v in given.items() if v is not None})

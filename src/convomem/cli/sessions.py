@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from ..errors import ConfigError, StoreError
 from ..stores.database import SessionInfo
+from ..stores.expiry import expired
 from .importing import cmd_import
 from .render import SafeText, dump_json, plural, preview, table
 from .store_option import add_store_option, opened
@@ -130,7 +131,7 @@ def cmd_list(args: argparse.Namespace, out: Out) -> int:
             page, cursor = db.sessions(
                 user_id=args.user, tenant=args.tenant, cursor=cursor, limit=args.limit
             )
-            found += page
+            found += [s for s in page if not expired(s)]  # past their own TTL: gone
             if not args.all or cursor is None:
                 break
         if not found and args.cursor is None and not args.json:
@@ -180,7 +181,7 @@ def cmd_show(args: argparse.Namespace, out: Out) -> int:
     with opened(args) as db:
         store = db.session(args.session, user_id=args.user, tenant=args.tenant)
         info = store.info()
-        if info is None:
+        if info is None or expired(info):
             raise StoreError(f"session {args.session!r} (tenant {args.tenant!r}): not found")
         state, version = store.load_state()
         if args.tail is not None:

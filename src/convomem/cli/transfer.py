@@ -59,6 +59,7 @@ from typing import Any, Final, TextIO
 from ..errors import ConfigError, ConvomemError, InputError, StoreError
 from ..model import Message
 from ..stores.database import LogEntry, SessionStore, StoreDatabase
+from ..stores.expiry import expired
 from ..stores.records import check_counts, check_json_object, check_name, dumps
 from .render import SafeText, plural
 from .store_option import opened
@@ -106,7 +107,7 @@ def export_lines(store: SessionStore) -> Iterator[str]:
     (``CorruptRecord`` naming the seq) as they are.
     """
     info = store.info()
-    if info is None:
+    if info is None or expired(info):  # (past its own TTL: gone, as for every reader)
         raise StoreError(f"session {store.session_id!r} (tenant {store.tenant!r}): not found")
     state, _ = store.load_state()
     yield _line(
@@ -306,14 +307,15 @@ def _targets(db: StoreDatabase, args: argparse.Namespace) -> list[str]:
         raise ConfigError("export: give session ids, or --user USER, or --all (one of them)")
     if args.session:
         for sid in args.session:  # before anything is written
-            if db.session(sid, user_id=args.user, tenant=args.tenant).info() is None:
+            info = db.session(sid, user_id=args.user, tenant=args.tenant).info()
+            if info is None or expired(info):
                 raise StoreError(f"session {sid!r} (tenant {args.tenant!r}): not found")
         return list(args.session)
     ids: list[str] = []
     cursor: str | None = None
     while True:
         page, cursor = db.sessions(user_id=args.user, tenant=args.tenant, cursor=cursor, limit=500)
-        ids += [s.session_id for s in page]
+        ids += [s.session_id for s in page if not expired(s)]
         if cursor is None:
             return ids[::-1]
 

@@ -121,14 +121,17 @@ def error_for(response: Response) -> ServiceError:
     """The typed error of a non-2xx response (problem details or not).
 
     The status decides the family. Within 409, the problem's ``type`` tells a message
-    id (or an ``Idempotency-Key``) reused with other content from a session that moved
-    past ``If-Match`` (whose seq the ``ETag`` header carries) from other conflicts.
+    id reused with other content from a session that moved past ``If-Match`` (whose
+    seq the ``ETag`` header carries) from other conflicts; an ``Idempotency-Key`` reused
+    with another body (a 422) is a ``MessageIdConflict`` too.
     """
     problem = _problem(response)
     status = response.status
     kind = slug(problem)
+    if kind == "idempotency-conflict" and status in (409, 422):  # 422 since issue 20
+        return MessageIdConflict(status, problem)
     if status == 409:
-        if kind in ("message-conflict", "idempotency-conflict"):
+        if kind == "message-conflict":
             return MessageIdConflict(status, problem)
         if kind == "precondition-failed" or problem.get("field") in _SEQ_FIELDS:
             moved = SessionMoved(status, problem)

@@ -216,13 +216,16 @@ def search_gen(
     rerank: bool = False,
     fusion: str = "rrf",
     unique: bool = True,
+    now: float | None = None,
 ) -> Gen:
     """The ``k`` best items of the scope for ``query`` (see ``RecallIndex.search``):
     the lexical and vector candidates fused (``fusion``: ``fuse_linear`` or ``fuse``);
-    of the best ``candidates`` (with ``unique``, of items with the same text the best only),
-    raised by what
-    the query names (``_rerank.boosts``) and, with ``rerank``, reordered for "now" and
-    "when" questions (``_rerank.factors``); the first ``k``."""
+    of the best ``candidates`` (with ``unique``, of items with the same text the best
+    only), raised by what the query names (``_rerank.boosts``) and, with ``rerank``,
+    reordered for "now" and "when" questions (``_rerank.factors``); the first ``k``.
+    Items of sessions expired at ``now`` (``stores.expiry``) are never found: each list's
+    candidates are widened by their number and they are left out before fusion, so the
+    best of the others are found."""
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r}: must be a string")
     terms = analyzed_terms(query, MAX_TERMS)
@@ -235,8 +238,14 @@ def search_gen(
             qvec = None
 
     def op() -> Generator[Any, Any, Any]:
-        lexical = yield from backend.lexical(scope, terms, n, kinds, as_of)
-        vector = [] if qvec is None else (yield from backend.vector(scope, qvec, n, kinds, as_of))
+        gone = set() if now is None else (yield from backend.expired(scope, now))
+        hidden = (yield from backend.rids_in(scope, sorted(gone))) if gone else set()
+        m = n + len(hidden)
+        lexical = yield from backend.lexical(scope, terms, m, kinds, as_of)
+        vector = [] if qvec is None else (yield from backend.vector(scope, qvec, m, kinds, as_of))
+        if hidden:
+            lexical = [c for c in lexical if c[0] not in hidden][:n]
+            vector = [c for c in vector if c[0] not in hidden][:n]
         if fusion == "linear":
             fused = fuse_linear(lexical, vector, vector_weight=vector_weight)
         else:

@@ -17,10 +17,11 @@ recall backends' (``_sqlite_recall.perform``, the PostgreSQL store's statements)
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Collection, Generator
 from typing import Any, Final
 
 from ..errors import ConcurrentUpdate, StoreError
+from ..summaries.keyed import KeyedFact
 from ..summaries.supersession import FactHistory
 from ._backend import Q, Scope
 
@@ -170,14 +171,41 @@ class FactsTable:
 
 
 def history_of(
-    loaded: tuple[int, Any], scope: Scope, tenant: str | None, **options: Any
+    loaded: tuple[int, Any],
+    scope: Scope,
+    tenant: str | None,
+    hidden: Collection[str] = (),
+    **options: Any,
 ) -> UserFacts:
-    """The ``UserFacts`` of a loaded row (an empty history when nothing is stored)."""
+    """The ``UserFacts`` of a loaded row (an empty history when nothing is stored),
+    without the facts said in the sessions ``hidden`` (expired ones: ``without``)."""
     version, state = loaded
+    if state is not None and hidden:
+        state = without(state, hidden)
     h = UserFacts(**options) if state is None else UserFacts.from_state(state, **options)
     assert isinstance(h, UserFacts)
     h.version, h.user_id, h.tenant = version, scope.user_id, tenant
     return h
+
+
+def without(state: Any, sessions: Collection[str]) -> Any:
+    """A ``FactHistory`` state without the facts said in ``sessions``: the others are
+    filed again in their order, so a value only those sessions had superseded is
+    current again (what the user said there is as if never said)."""
+    rows = state.get("facts") if isinstance(state, dict) and "version" in state else None
+    if not isinstance(rows, list):
+        return state  # a state of an earlier format: its facts name no session
+    facts = [KeyedFact.from_dict(r, f"state['facts'][{i}]") for i, r in enumerate(rows)]
+    if not any(f.session_id in sessions for f in facts):
+        return state
+    kept = sorted((f for f in facts if f.session_id not in sessions), key=lambda f: f.seq or 0)
+    refiled = FactHistory()
+    refiled.add(kept)  # numbers its input 1, 2, ... in order: the i-th is kept[i - 1]
+    fresh = refiled.state()
+    rows = []
+    for row in fresh["facts"]:  # each version keeps its seq, so its fact_id stays
+        rows.append({**row, "seq": kept[int(row["seq"]) - 1].seq})
+    return {**state, "facts": rows, "confirmed": fresh["confirmed"]}
 
 
 def dump(history: FactHistory) -> str:

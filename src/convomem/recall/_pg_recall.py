@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError
+from ..stores.expiry import expired_sessions_sql
 from ._backend import Item, Q, Row, Scope, embedding_meta
 from ._pg_terms import index_terms, terms_column
 from .fusion import K1, VECTOR_TOLERANCE, B
@@ -100,6 +101,14 @@ top; ``vector`` fetches four times more while the best items are not settled by 
 (at 10^4 messages of ~3.8 keys, 2 settled 98% of searches at once; 4 cost ~1.7x more)."""
 
 
+NO_PGVECTOR: Final = (
+    "recall: this PostgreSQL server lacks the pgvector extension the recall index needs "
+    "(https://github.com/pgvector/pgvector; then CREATE EXTENSION vector, or let convomem "
+    "create it); or run without recall: convomem serve --no-recall "
+    "(Settings(use_recall=False)), or give the index another database with --recall URL"
+)
+
+
 class PgRecall:
     """The PostgreSQL dialect of the recall operations."""
 
@@ -119,6 +128,11 @@ class PgRecall:
     def migrate(self) -> Op:
         s, items = self.schema, self.items
         yield Q.run("SELECT pg_advisory_xact_lock(hashtext('convomem_recall_migrate'))")
+        found = yield Q.one(
+            "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
+        )
+        if not found[0]:
+            raise ConfigError(NO_PGVECTOR)
         yield Q.run("CREATE EXTENSION IF NOT EXISTS vector")
         for sql in (
             f"""CREATE TABLE IF NOT EXISTS {items} (
@@ -354,6 +368,21 @@ class PgRecall:
         yield Q.run("COMMIT")
         return _best(best, n)
 
+    def expired(self, scope: Scope, now: float) -> Op:
+        """The ids of the user's expired sessions (``stores.expiry``: hidden at once)."""
+        sql = expired_sessions_sql("postgresql", f"{self.schema}.convomem_sessions")
+        found = yield Q.all(sql, (*scope, now, now))
+        return {str(r[0]) for r in found}
+
+    def rids_in(self, scope: Scope, sessions: Sequence[str]) -> Op:
+        """The ids of the user's items in ``sessions``."""
+        found = yield Q.all(
+            f"SELECT rid FROM {self.items} WHERE tenant = %s AND user_id = %s "
+            "AND session_id = ANY(%s)",
+            (*scope, list(sessions)),
+        )
+        return {int(r[0]) for r in found}
+
     def rows(self, scope: Scope, rids: Sequence[int]) -> Op:
         found = yield Q.all(
             f"SELECT {_COLUMNS} FROM {self.items} WHERE tenant = %s AND user_id = %s "
@@ -376,6 +405,10 @@ class PgRecall:
     def snapshot_due(self, scope: Scope) -> bool:
         """Never: PostgreSQL searches in the database, there is no partition to load."""
         return False
+
+    def forget(self, scope: Scope) -> Op:
+        """Nothing to do: PostgreSQL keeps no per-user row beside the items."""
+        yield from ()
 
     def delete(self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None) -> Op:
         sql = f"DELETE FROM {self.items} WHERE tenant = %s AND user_id = %s"

@@ -3,15 +3,16 @@ way, which backend a database gets, and the checks of ``save_facts`` and ``delet
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from .. import _check
-from ..errors import ConfigError, MissingDependency
+from ..errors import ConcurrentUpdate, ConfigError, MissingDependency
 from ..summaries.supersession import FactHistory
 from ._backend import model_of
 from ._core import Embed, Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
-from ._facts_table import FactsTable, dump
+from ._facts_table import FactsTable, dump, without
 from .cache import EmbeddingCache
 from .embedders import EmbedderLike, _numpy, query_side
 from .fusion import FUSIONS, linear_weight_of, vector_weight_of
@@ -152,14 +153,58 @@ class _Options:
             self.rerank,
             self.fusion,
             _check.flag("distinct", distinct),
+            self.clock(),
         )
 
 
 def erase_op(backend: Any, table: FactsTable, scope: Any) -> Any:
-    """Delete every item of the scope and its facts, in one transaction."""
+    """Delete every item of the scope, its facts and whatever names the user, in one
+    transaction."""
     n = yield from backend.delete(scope, None, None)
+    yield from backend.forget(scope)
     yield from table.delete(scope)
     return n
+
+
+def delete_op(
+    backend: Any,
+    table: FactsTable,
+    scope: Any,
+    session_id: str | None,
+    message_ids: list[str] | None,
+    now: float,
+) -> Any:
+    """Delete items (see ``RecallIndex.delete``); a whole session's facts go with its
+    items (the user's others are filed again: ``_facts_table.without``), in the same
+    transaction."""
+    n = yield from backend.delete(scope, session_id, message_ids)
+    if session_id is None or message_ids is not None:
+        return n
+    lost: ConcurrentUpdate | None = None
+    for _ in range(MAX_FACT_RACES):
+        version, state = yield from table.load(scope)
+        kept = state if state is None else without(state, {session_id})
+        if kept is state:
+            return n
+        try:
+            yield from table.save(scope, json.dumps(kept, separators=(",", ":")), version, now)
+            return n
+        except ConcurrentUpdate as exc:  # another session saved between: read it again
+            lost = exc
+    assert lost is not None
+    raise lost
+
+
+MAX_FACT_RACES: Final = 8
+"""Saves of a user's facts by other sessions one ``delete`` of a session survives."""
+
+
+def facts_op(backend: Any, table: FactsTable, scope: Any, now: float) -> Any:
+    """The user's stored facts (``(version, state)``) and their expired sessions (whose
+    facts are not served: ``_facts_table.without``), in one read."""
+    loaded = yield from table.load(scope)
+    gone = yield from backend.expired(scope, now)
+    return loaded, gone
 
 
 def check_save(

@@ -7,7 +7,12 @@
   triggers), which tell a process whether its in-memory partition of that user is still
   current: appends are loaded incrementally, a removal reloads the user.
 - A trigger deletes a session's items when the store deletes the session
-  (``delete_session``, ``erase_user``, TTL expiry), so erasing a user removes vectors too.
+  (``delete_session``, ``erase_user``, TTL expiry), so erasing a user removes vectors too;
+  another deletes the user's counters when their last session goes (as ``erase_user``
+  of the index does), so nothing names an erased user. Their counters would start again
+  from zero, so both bump the ``epoch`` in ``convomem_recall_meta``: a process that sees
+  it move drops every partition it holds (no partition of an erased user survives,
+  even where the new counters happen to equal the old ones).
 
 Search is exact and in memory (``_partition``): BM25F over an inverted index of the
 user's texts and their session neighbours', and one float32 matrix product over the
@@ -24,6 +29,7 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any, Final
 
+from ..stores.expiry import expired_sessions_sql
 from . import _partition, _snapshot
 from ._backend import Item, Q, Row, Scope, embedding_meta
 from ._partition import Partition
@@ -31,6 +37,9 @@ from ._snapshot import MIN_ROWS
 
 Op = Generator[Q, Any, Any]
 
+_BUMP: Final = (
+    "UPDATE convomem_recall_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'epoch'"
+)
 SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS convomem_recall_items (
         rid INTEGER PRIMARY KEY,
@@ -95,6 +104,21 @@ SCHEMA: Final = (
         DELETE FROM convomem_recall_items
             WHERE tenant = old.tenant AND session_id = old.session_id;
     END""",
+    "INSERT OR IGNORE INTO convomem_recall_meta (key, value) VALUES ('epoch', '0')",
+    """CREATE TRIGGER IF NOT EXISTS convomem_recall_user_gone
+    AFTER DELETE ON convomem_sessions
+    WHEN old.user_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM convomem_sessions
+        WHERE tenant = old.tenant AND user_id = old.user_id)
+    BEGIN
+        DELETE FROM convomem_recall_users WHERE tenant = old.tenant AND user_id = old.user_id;
+        """
+    + _BUMP
+    + """;
+    END""",
+)
+_COUNTERS: Final = (
+    "SELECT (SELECT value FROM convomem_recall_meta WHERE key = 'epoch'), u.added, u.removed "
+    "FROM (SELECT 1) LEFT JOIN convomem_recall_users AS u ON u.tenant = ? AND u.user_id = ?"
 )
 
 _COLUMNS: Final = "rid, session_id, message_id, seq, kind, created_at, text"
@@ -131,6 +155,7 @@ class SQLiteRecall:
         self._parts: dict[Scope, Partition] = {}
         self._due: set[Scope] = set()  # partitions to save as snapshots
         self._saved: dict[Scope, int] = {}  # rows of the last snapshot saved, per scope
+        self._epoch: object = None  # the epoch the partitions were loaded under
 
     def migrate(self) -> Op:
         for sql in SCHEMA:
@@ -177,12 +202,12 @@ class SQLiteRecall:
         dim = yield from self._dim(None)
         if dim is None:
             return None
-        row = yield Q.one(
-            "SELECT added, removed FROM convomem_recall_users WHERE tenant = ? AND user_id = ?",
-            scope,
-        )
-        added, removed = (0, 0) if row is None else row
+        epoch, added, removed = yield Q.one(_COUNTERS, scope)
+        added, removed = added or 0, removed or 0
         with self._lock:
+            if epoch != self._epoch:  # a user was erased: no partition is trusted
+                self._parts.clear()
+                self._epoch = epoch
             part = self._parts.pop(scope, None)
             if part is not None:
                 self._parts[scope] = part  # most recently used last
@@ -299,6 +324,25 @@ class SQLiteRecall:
             return []
         return _partition.vector(self.np, part, query, n, kinds, as_of)
 
+    def expired(self, scope: Scope, now: float) -> Op:
+        """The ids of the user's expired sessions (``stores.expiry``: hidden at once)."""
+        found = yield Q.all(expired_sessions_sql("sqlite"), (*scope, now, now))
+        return {str(r[0]) for r in found}
+
+    def rids_in(self, scope: Scope, sessions: Sequence[str]) -> Op:
+        """The ids of the user's items in ``sessions``."""
+        out: set[int] = set()
+        ids = sorted(sessions)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            found = yield Q.all(
+                "SELECT rid FROM convomem_recall_items WHERE tenant = ? AND user_id = ? "
+                f"AND session_id IN ({', '.join('?' * len(chunk))})",
+                (*scope, *chunk),
+            )
+            out.update(int(r[0]) for r in found)
+        return out
+
     def rows(self, scope: Scope, rids: Sequence[int]) -> Op:
         out: dict[int, Row] = {}
         for i in range(0, len(rids), 500):
@@ -327,6 +371,11 @@ class SQLiteRecall:
             )
             out += [Row(*r) for r in found]
         return out
+
+    def forget(self, scope: Scope) -> Op:
+        """Delete the user's counters (after their items): nothing names the user."""
+        yield Q.run("DELETE FROM convomem_recall_users WHERE tenant = ? AND user_id = ?", scope)
+        yield Q.run(_BUMP)
 
     def delete(self, scope: Scope, session_id: str | None, message_ids: Sequence[str] | None) -> Op:
         sql = "DELETE FROM convomem_recall_items WHERE tenant = ? AND user_id = ?"

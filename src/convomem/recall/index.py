@@ -62,7 +62,9 @@ from ._setup import (
     _kind_of,
     _Options,
     check_save,
+    delete_op,
     erase_op,
+    facts_op,
 )
 from .embedders import EmbedderLike, embedder_named
 from .fusion import RRF_K
@@ -267,9 +269,14 @@ class RecallIndex:
         tenant: str | None = None,
     ) -> int:
         """Delete the user's items of ``session_id`` (only ``message_ids`` when given;
-        those ids in every session with ``session_id=None``); how many."""
+        those ids in every session with ``session_id=None``); how many. A whole
+        session's facts go too (the user's other facts are filed again without them)."""
         scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
-        n: int = self._run_db(Db(lambda: self.backend.delete(scope, sid, ids), True))
+        now = self._opts.clock()
+        table = self.facts_table
+        n: int = self._run_db(
+            Db(lambda: delete_op(self.backend, table, scope, sid, ids, now), True)
+        )
         return n
 
     def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
@@ -279,14 +286,25 @@ class RecallIndex:
         n: int = self._run_db(Db(lambda: erase_op(self.backend, self.facts_table, scope), True))
         return n
 
+    def expired_sessions(self, user_id: str, *, tenant: str | None = None) -> frozenset[str]:
+        """The ids of the user's sessions expired now (``stores.expiry``), whose items
+        ``search`` does not find and whose facts ``facts`` does not serve: what a cache
+        of anything read from them must be checked against."""
+        scope = scope_of(user_id, tenant)
+        now = self._opts.clock()
+        gone = self._run_db(Db(lambda: self.backend.expired(scope, now), False))
+        return frozenset(gone)
+
     def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
         """The long-term facts of ``user_id`` (in ``tenant``), shared by all the user's
         sessions: a ``FactHistory`` (``current()``, ``history(attr)`` for "what was my
         old address?") whose ``version`` goes back to ``save_facts``. ``options`` are
         ``FactHistory``'s (``extractor=``, ``tokenizer=``)."""
         scope = scope_of(user_id, tenant)
-        loaded = self._run_db(Db(lambda: self.facts_table.load(scope), False))
-        return history_of(loaded, scope, tenant, **options)
+        now = self._opts.clock()
+        op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
+        loaded, gone = self._run_db(op)
+        return history_of(loaded, scope, tenant, gone, **options)
 
     def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
         """The version ``facts(user_id)`` would have now (0: none stored), in one indexed

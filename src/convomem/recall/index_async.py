@@ -32,7 +32,9 @@ from ._setup import (
     _kind_of,
     _Options,
     check_save,
+    delete_op,
     erase_op,
+    facts_op,
 )
 from .embedders import EmbedderLike, embedder_named
 from .fusion import RRF_K
@@ -128,15 +130,21 @@ class AsyncRecallIndex:
         apart from messages when the embedder embeds them apart, ``embed_query``)."""
         return self._opts.embedded()
 
-    async def _perform(self, req: Embed | Db) -> Any:
-        if isinstance(req, Embed):
-            return await self._opts.cache_for(req).avectors(req.messages)
+    async def prepare(self) -> None:
+        """Create the index's tables now (else on first use), so a database that cannot
+        hold them (PostgreSQL without pgvector: a ``ConfigError`` saying so) fails here,
+        before any request needs them."""
         if not self._ready:
             async with self._lock.get():
                 if not self._ready:
                     await self._run_db(Db(self.backend.migrate, True))
                     await self._run_db(Db(self.facts_table.migrate, True))
                     self._ready = True
+
+    async def _perform(self, req: Embed | Db) -> Any:
+        if isinstance(req, Embed):
+            return await self._opts.cache_for(req).avectors(req.messages)
+        await self.prepare()
         return await self._run_db(req)
 
     async def add(
@@ -214,9 +222,14 @@ class AsyncRecallIndex:
         message_ids: Sequence[str] | None = None,
         tenant: str | None = None,
     ) -> int:
-        """Delete items (see ``RecallIndex.delete``); how many."""
+        """Delete items, and a whole session's facts (see ``RecallIndex.delete``); how
+        many items."""
         scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
-        n: int = await self._perform(Db(lambda: self.backend.delete(scope, sid, ids), True))
+        now = self._opts.clock()
+        table = self.facts_table
+        n: int = await self._perform(
+            Db(lambda: delete_op(self.backend, table, scope, sid, ids, now), True)
+        )
         return n
 
     async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
@@ -228,11 +241,22 @@ class AsyncRecallIndex:
         )
         return n
 
+    async def expired_sessions(self, user_id: str, *, tenant: str | None = None) -> frozenset[str]:
+        """The ids of the user's sessions expired now (``stores.expiry``), whose items
+        ``search`` does not find and whose facts ``facts`` does not serve: what a cache
+        of anything read from them must be checked against."""
+        scope = scope_of(user_id, tenant)
+        now = self._opts.clock()
+        gone = await self._perform(Db(lambda: self.backend.expired(scope, now), False))
+        return frozenset(gone)
+
     async def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
         """The long-term facts of ``user_id`` (see ``RecallIndex.facts``)."""
         scope = scope_of(user_id, tenant)
-        loaded = await self._perform(Db(lambda: self.facts_table.load(scope), False))
-        return history_of(loaded, scope, tenant, **options)
+        now = self._opts.clock()
+        op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
+        loaded, gone = await self._perform(op)
+        return history_of(loaded, scope, tenant, gone, **options)
 
     async def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
         """The stored facts version of ``user_id`` (see ``RecallIndex.facts_version``)."""

@@ -15,14 +15,17 @@ saves the resume.
 One ``asyncio.Lock`` per session: two requests of one process never use one memory at
 once (the second waits, then validates against the seq the first left). Entries are
 LRU-bounded (``Settings.memory_cache``; 0 turns the cache off) and evicted when their
-session is deleted, expires or its user is erased.
+session is deleted, expires or its user is erased. A memory with recall also read its
+owner's facts when it was made: it is reused only while the owner's expired sessions
+are the ones they were then (``use(tag=)``), so no fact of a session that expired since
+is served from it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -40,6 +43,7 @@ class _Entry:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     memory: ConversationMemory | None = None
     created_at: float = 0.0
+    tag: Hashable = None  # what else the memory read depends on (see ``use``)
     users: int = 0  # requests holding or waiting for the lock: never evicted meanwhile
 
 
@@ -78,10 +82,13 @@ class MemoryCache:
         budget: int,
         make: Callable[[], ConversationMemory],
         facts: int | None = None,
+        tag: Hashable = None,
     ) -> AsyncIterator[ConversationMemory]:
         """The session's memory, held exclusively until the block ends: the cached one
         when the store agrees it is current (and its facts are at version ``facts``,
-        when given), else ``make()`` (then cached)."""
+        when given) and ``tag`` (what else it read depends on: the owner's expired
+        sessions, whose facts it must not hold) is what it was when the memory was
+        made, else ``make()`` (then cached)."""
         if self.size <= 0:
             yield make()
             return
@@ -94,12 +101,16 @@ class MemoryCache:
         try:
             async with entry.lock:
                 memory = entry.memory
-                if memory is not None and _fresh(memory, entry.created_at, info, facts):
+                if (
+                    memory is not None
+                    and entry.tag == tag
+                    and _fresh(memory, entry.created_at, info, facts)
+                ):
                     self.hits += 1
                 else:
                     self.misses += 1
                     memory = make()
-                entry.memory, entry.created_at = None, info.created_at
+                entry.memory, entry.created_at, entry.tag = None, info.created_at, tag
                 yield memory
                 # Cached only when the block ended normally: a failed request's memory
                 # may hold a tentative view.

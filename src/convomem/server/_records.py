@@ -3,17 +3,24 @@ idempotency records, so every replica over the same store shares them.
 
 ``Records(db, name)`` is a table ``convomem_<name>`` (``id`` primary key, ``body`` JSON
 text, ``created_at``) in SQLite and PostgreSQL, run through the store's own driver (its
-retries and error mapping, as ``recall`` does); in Redis a hash ``<prefix>:<name>``, or,
-with ``ttl``, one string key per record (``<prefix>:<name>:<id>``) that Redis expires.
-With ``ttl`` the SQL tables drop records older than it as new ones are added.
+retries and error mapping, as ``recall`` does); in Redis a hash ``<prefix>:<name>``.
+
+With ``ttl`` a record is gone ``ttl`` seconds after it was written: the SQL tables drop
+older records as new ones are added (and never return one); in Redis the records whose
+ids share their part before the first ``/`` are one hash (``<prefix>:<name>:<part>``,
+each field the rest of the id, its value the time and the body) that Redis expires
+``ttl`` after its newest record. ``drop(prefix)`` deletes every record whose id starts
+with ``prefix`` (ids of the form ``a/b/c``: ``drop("a/")`` or ``drop("a/b/")``), so a
+caller that puts what the records belong to in their ids can erase them all at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError
+from ..stores._redis_lua import script
 from ..stores.database import AsyncStoreDatabase
 
 __all__ = ["Records", "store_kind"]
@@ -38,6 +45,34 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+_SET_TTL: Final = script(
+    "records_set_ttl",
+    """
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and ARGV[6] == '1' then
+  local at = tonumber(string.match(v, '^(%S+)'))
+  if at and at >= tonumber(ARGV[3]) - tonumber(ARGV[4]) then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3] .. ' ' .. ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+""",
+    writes=True,
+)
+"""One record of a group with a TTL, in one step: written (with its time) unless a
+record younger than the TTL holds the id (``only_new``), the group's expiry renewed."""
+
+
+def _split(rid: str) -> tuple[str, str]:
+    """A Redis record id's group (before the first ``/``) and the rest."""
+    group, _, rest = rid.partition("/")
+    return group, rest
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
 def _cmd(*args: Any) -> Any:
     from ..stores._redis_ops import Command
 
@@ -54,21 +89,29 @@ class Records:
         self.ttl = ttl
         self._ready = False
 
-    async def get(self, rid: str) -> str | None:
-        """The body of record ``rid`` (None: none)."""
+    async def get(self, rid: str, now: float | None = None) -> str | None:
+        """The body of record ``rid`` (None: none, or, with ``ttl``, older than it at
+        ``now``)."""
         if self.kind == "redis":
             if self.ttl is None:
                 raw = await self._redis(lambda k: (yield _cmd("HGET", k, rid)))
-            else:
-                raw = await self._redis(lambda k: (yield _cmd("GET", f"{k}:{rid}")))
-            return None if raw is None else _text(raw)
-        row = await self._sql([("SELECT body FROM {t} WHERE id = %s", (rid,), "one")])
-        return None if row is None else str(row[0])
+                return None if raw is None else _text(raw)
+            group, rest = _split(rid)
+            raw = await self._redis(lambda k: (yield _cmd("HGET", f"{k}:{group}", rest)))
+            if raw is None:
+                return None
+            at, _, body = _text(raw).partition(" ")
+            return None if self._stale(float(at), now) else body
+        row = await self._sql([("SELECT body, created_at FROM {t} WHERE id = %s", (rid,), "one")])
+        return None if row is None or self._stale(float(row[1]), now) else str(row[0])
+
+    def _stale(self, created_at: float, now: float | None) -> bool:
+        return self.ttl is not None and now is not None and created_at < now - self.ttl
 
     async def put(self, rid: str, body: str, now: float) -> None:
         """Write record ``rid`` (replacing it)."""
         if self.kind == "redis":
-            await self._redis(lambda k: (yield self._set(k, rid, body, only_new=False)))
+            await self._redis(lambda k: self._set(k, rid, body, now, only_new=False))
             return
         await self._sql(
             [
@@ -85,7 +128,7 @@ class Records:
     async def add(self, rid: str, body: str, now: float) -> bool:
         """Write record ``rid`` unless it exists; whether it was written."""
         if self.kind == "redis":
-            done = await self._redis(lambda k: (yield self._set(k, rid, body, only_new=True)))
+            done = await self._redis(lambda k: self._set(k, rid, body, now, only_new=True))
             return bool(done)
         steps: list[tuple[str, tuple[Any, ...], str]] = []
         if self.ttl is not None:
@@ -100,6 +143,48 @@ class Records:
         n = await self._sql(steps, write=True, result=-1)
         return bool(n)
 
+    async def delete(self, rid: str) -> bool:
+        """Delete record ``rid``; whether it was there."""
+        if self.kind == "redis":
+            if self.ttl is None:
+                n = await self._redis(lambda k: (yield _cmd("HDEL", k, rid)))
+            else:
+                group, rest = _split(rid)
+                n = await self._redis(lambda k: (yield _cmd("HDEL", f"{k}:{group}", rest)))
+            return bool(n)
+        n = await self._sql([("DELETE FROM {t} WHERE id = %s", (rid,), "run")], write=True)
+        return bool(n)
+
+    async def drop(self, prefix: str) -> int:
+        """Delete every record whose id starts with ``prefix`` (which ends with ``/``);
+        how many (in Redis, a whole group counts as one)."""
+        if not prefix.endswith("/") or prefix == "/":
+            raise ConfigError(f"prefix={prefix!r}: must be a non-empty id part ending with /")
+        if self.kind == "sqlite":  # a range of the primary key (SQLite compares bytes)
+            end = prefix[:-1] + "0"  # "0" follows "/": every id with the prefix is below
+            sql = "DELETE FROM {t} WHERE id >= %s AND id < %s"
+            return int(await self._sql([(sql, (prefix, end), "run")], write=True))
+        if self.kind == "postgresql":  # (a collation may order "/" anywhere: no range)
+            sql = "DELETE FROM {t} WHERE starts_with(id, %s)"
+            return int(await self._sql([(sql, (prefix,), "run")], write=True))
+        group, field_prefix = ("", prefix) if self.ttl is None else _split(prefix)
+        if not field_prefix:
+            return int(await self._redis(lambda k: (yield _cmd("DEL", f"{k}:{group}"))))
+        pattern = _glob_escape(field_prefix) + "*"
+
+        def op(k: str) -> Generator[Any, Any, int]:
+            hkey, cursor, n = (f"{k}:{group}" if group else k), "0", 0
+            while True:
+                reply = yield _cmd("HSCAN", hkey, cursor, "MATCH", pattern, "COUNT", 500)
+                cursor, found = _text(reply[0]), reply[1]  # (redis-py gives a dict)
+                fields = list(found) if isinstance(found, dict) else list(found)[0::2]
+                if fields:
+                    n += int((yield _cmd("HDEL", hkey, *fields)))
+                if cursor == "0":
+                    return n
+
+        return int(await self._redis(op))
+
     async def values(self) -> list[str]:
         """Every record's body (hash-mode Redis and SQL only)."""
         if self.kind == "redis":
@@ -112,11 +197,17 @@ class Records:
 
     # -- the backends -----------------------------------------------------------------
 
-    def _set(self, key: str, rid: str, body: str, *, only_new: bool) -> Any:
+    def _set(
+        self, key: str, rid: str, body: str, now: float, *, only_new: bool
+    ) -> Generator[Any, Any, Any]:
         if self.ttl is None:
-            return _cmd("HSETNX" if only_new else "HSET", key, rid, body)
-        args: tuple[Any, ...] = ("SET", f"{key}:{rid}", body, "PX", max(1, int(self.ttl * 1000)))
-        return _cmd(*args, "NX") if only_new else _cmd(*args)
+            return (yield _cmd("HSETNX" if only_new else "HSET", key, rid, body))
+        from ..stores._redis_ops import Eval
+
+        group, rest = _split(rid)
+        ms = max(1, int(self.ttl * 1000))
+        args = (rest, body, repr(now), repr(self.ttl), ms, "1" if only_new else "0")
+        return (yield Eval(_SET_TTL, (f"{key}:{group}",), args))
 
     async def _redis(self, op: Callable[[str], Generator[Any, Any, Any]]) -> Any:
         db: Any = self.db

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from .._version import __version__
 from ..errors import ConvomemError, StoreError, TransientError
 from . import api_docs, routes_facts, routes_health, routes_messages, routes_sessions, routes_users
-from .deps import new_state
+from .deps import new_state, open_at_start
 from .inspect import routes as inspect_routes
 from .models import ProblemOut, problem_responses
 from .problems import MEDIA_TYPE, Problem, body_of, from_error, problem_body
@@ -38,7 +38,7 @@ def _problem_response(p: Problem) -> JSONResponse:
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+    if len(loc) > 1 and loc[0] in ("body", "query", "path", "header", "cookie"):
         loc = loc[1:]
     parts = [str(x) for x in loc]
     out = ""
@@ -53,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await open_at_start(app.state)
         yield
         services = app.state.services
         app.state.services = None
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_facts.router, responses=api)
     app.include_router(chat_router, responses={**api, **problem_responses(501)})
     app.include_router(inspect_routes.router)
+    inspect_routes.redact_access_log()
     api_docs.install(app, api_docs.assets_dir())
     _register_problem_schema(app)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,11 +29,18 @@ from typing import Any
 
 from fastapi import Request
 
-from ..errors import StoreError, TransientError
+from ..errors import (
+    ConfigError,
+    ConvomemError,
+    MissingDependency,
+    StoreError,
+    TransientError,
+)
 from ..model import Message
 from ..recall.guarded import OUTAGES
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
+from ..stores.expiry import TTL_KEY, expired, expires_at, ttl_of
 from ._memory_cache import MemoryCache
 from ._recall_backlog import RecallBacklog
 from .idempotency import Idempotency
@@ -45,14 +51,18 @@ from .problems import Problem, not_found
 from .settings import Models, Settings, build_models
 
 __all__ = [
+    "TTL_KEY",
     "ApiKey",
     "Services",
+    "expired",
+    "expires_at",
     "get_services",
     "index_appended",
     "open_memory",
     "require_key",
     "session_info",
     "settle",
+    "ttl_of",
     "use_memory",
 ]
 
@@ -148,15 +158,22 @@ async def _open_recall(settings: Settings, db: AsyncStoreDatabase, embedder: Any
     if settings.recall is not None:
         from ..recall.index_async import AsyncRecallIndex
 
-        return await AsyncRecallIndex.open(settings.recall, embedder=embedder)
-    if parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
+        index = await AsyncRecallIndex.open(settings.recall, embedder=embedder)
+    elif parse_store_url(settings.store).scheme in ("sqlite", "postgresql", "postgres"):
         try:
             from ..recall.index_async import AsyncRecallIndex
 
-            return AsyncRecallIndex(db, embedder=embedder)
+            index = AsyncRecallIndex(db, embedder=embedder)
         except ImportError:  # recall needs numpy (extra numpy): the service runs without
             return None
-    return None
+    else:
+        return None
+    try:  # its tables now: a store that cannot hold them fails the start, not appends
+        await index.prepare()
+    except BaseException:
+        await index.aclose()
+        raise
+    return index
 
 
 async def get_services(request: Request) -> Services:
@@ -216,47 +233,31 @@ def session_store(services: Services, key: ApiKey, session_id: str) -> AsyncSess
     return services.db.session(session_id, tenant=key.tenant)
 
 
-TTL_KEY = "convomem:ttl_seconds"
-"""The metadata key holding a session's own TTL (keys starting ``convomem:`` are the
-service's: refused in requests, left out of responses)."""
-
-
-def ttl_of(info: SessionInfo) -> float | None:
-    ttl = info.metadata.get(TTL_KEY)
-    return float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
-
-
-def expires_at(info: SessionInfo) -> float | None:
-    """When the session expires: its own TTL after its last write, or the store's."""
-    ttl = ttl_of(info)
-    own = None if ttl is None else info.updated_at + ttl
-    if own is None or info.expires_at is None:
-        return own if info.expires_at is None else info.expires_at
-    return min(own, info.expires_at)
-
-
-def expired(info: SessionInfo, now: float | None = None) -> bool:
-    at = expires_at(info)
-    return at is not None and at <= (time.time() if now is None else now)
-
-
 async def session_info(services: Services, key: ApiKey, session_id: str) -> SessionInfo:
     """The session's info, or the one 404 (another tenant's session is not found either).
-    A session past its own TTL is deleted here, on first access after it expired."""
+    A session past its own TTL is deleted here, on first access after it expired; a
+    session gone (deleted or erased through another replica) leaves this process's
+    cache too."""
     info = await session_store(services, key, session_id).info()
     if info is not None and expired(info):
         await delete_session(services, key, info)
         info = None
     if info is None:
+        if services.memories is not None:
+            services.memories.evict(key.tenant, session_id=session_id)
         raise not_found("session", session_id)
     return info
 
 
 async def delete_session(services: Services, key: ApiKey, info: SessionInfo) -> bool:
-    """Delete a session with its log and state, and its recall items when the index lives
-    in another database (``--recall URL``: the store's trigger cannot reach it)."""
+    """Delete a session with its log and state, its idempotency records, its recall items
+    (the store's trigger deletes them too, but not in another database: ``--recall
+    URL``) and the facts said in it. Those go first: a failure in between leaves a
+    session to delete again, never traces of a deleted one."""
+    if services.idempotency is not None:
+        await services.idempotency.forget(key.tenant, info.user_id, info.session_id)
     recall = services.recall
-    if recall is not None and info.user_id is not None and services.settings.recall is not None:
+    if recall is not None and info.user_id is not None:  # its items, and its facts
         await recall.delete(user_id=info.user_id, session_id=info.session_id, tenant=key.tenant)
     if services.memories is not None:
         services.memories.evict(key.tenant, session_id=info.session_id)
@@ -301,10 +302,29 @@ async def use_memory(
         return
     budget = session_budget(services, info)
     facts = await _facts_version(services, key, info)
+    tag = await _expired_sessions(services, key, info)
     async with cache.use(
-        key.tenant, info, budget, lambda: open_memory(services, key, info), facts
+        key.tenant, info, budget, lambda: open_memory(services, key, info), facts, tag
     ) as memory:
         yield memory
+
+
+async def open_at_start(app_state: Any) -> None:
+    """Open the services as the app starts: a store that cannot serve (a configuration
+    error: PostgreSQL without pgvector for recall, a missing extra) fails the start with
+    a message saying what is missing. A store that does not answer yet does not: the
+    process starts, ``/readyz`` answers 503 with the error, and the first request that
+    finds it up opens it."""
+    try:
+        async with app_state.opening:
+            if app_state.services is None:
+                app_state.services = await open_services(
+                    app_state.settings, app_state.metrics, app_state.models
+                )
+    except (ConfigError, MissingDependency):
+        raise
+    except (ConvomemError, OSError) as exc:
+        log.warning("the store is not ready yet: %s", exc)
 
 
 async def _facts_version(services: Services, key: ApiKey, info: SessionInfo) -> int | None:
@@ -319,6 +339,22 @@ async def _facts_version(services: Services, key: ApiKey, info: SessionInfo) -> 
     except (StoreError, TransientError, OSError):
         return None
     return version
+
+
+async def _expired_sessions(
+    services: Services, key: ApiKey, info: SessionInfo
+) -> frozenset[str] | None:
+    """The owner's expired sessions (``stores.expiry``): a cached memory holds facts read
+    when they were other, so it is reused only while they are the same. None when there
+    is nothing to check or the index does not answer (as ``_facts_version``)."""
+    index = services.recall
+    if index is None or info.user_id is None:
+        return None
+    try:
+        gone: frozenset[str] = await index.expired_sessions(info.user_id, tenant=key.tenant)
+    except (StoreError, TransientError, OSError):
+        return None
+    return gone
 
 
 async def settle(services: Services, memory: ConversationMemory) -> None:

@@ -27,22 +27,18 @@ from typing import Any, Final
 
 from ..errors import ConfigError
 from ..stores.database import AsyncStoreDatabase
+from ..stores.records import check_id
 from ._records import Records
 
 __all__ = ["KeyRecord", "KeyStore", "NewKey", "check_tenant", "hash_key"]
 
 _KEY: Final = re.compile(r"cm_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
-_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
 def check_tenant(tenant: object) -> str:
-    """A tenant name: 1-128 letters, digits and ``. _ : @ -`` (not starting with a sign)."""
-    if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
-        raise ConfigError(
-            f"tenant={tenant!r}: must be 1-128 letters, digits or . _ : @ - "
-            "(starting with a letter or digit)"
-        )
-    return tenant
+    """A tenant name: the service's one id rule (``stores.records.ID_RULE``), as for
+    session and user ids."""
+    return check_id("tenant", tenant)
 
 
 def hash_key(key: str) -> str:

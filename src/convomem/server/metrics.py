@@ -5,7 +5,9 @@ library. Each replica counts its own requests; Prometheus adds replicas up. Name
 
 - ``convomem_requests_total{route, method, status}`` and
   ``convomem_request_seconds{route}`` (a histogram) per route *template*
-  (``/v1/sessions/{session_id}``), so ids never explode the label space;
+  (``/v1/sessions/{session_id}``; a path no route matched is ``unmatched``), so ids
+  never explode the label space; a method outside ``METHODS`` is ``other`` (a client
+  inventing methods adds no series);
 - ``convomem_compactions_total``, ``convomem_summarizer_calls_total``,
   ``convomem_recall_hits_total``, ``convomem_store_errors_total``,
   ``convomem_rate_limited_total`` and ``convomem_recall_ingest_failures_total``.
@@ -17,9 +19,12 @@ import threading
 from collections import defaultdict
 from typing import Final
 
-__all__ = ["BUCKETS", "Metrics"]
+__all__ = ["BUCKETS", "METHODS", "Metrics"]
 
 BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""The methods counted by name; any other is counted as ``other``."""
 
 _COUNTERS: Final = {
     "compactions": "Compactions of session views (summaries folded)",
@@ -46,6 +51,7 @@ class Metrics:
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one answered request and its latency."""
+        method = method if method in METHODS else "other"
         with self._lock:
             self._requests[(route, method, status)] += 1
             h = self._hist.get(route)

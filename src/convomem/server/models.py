@@ -3,13 +3,18 @@ the checks of every body come from them)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import ConfigError
+from ..stores.records import ID_RULE, check_id, json_problem
 
 __all__ = [
     "AppendRequest",
     "AppendResponse",
+    "Body",
     "ContextResponse",
     "Erased",
     "FactIn",
@@ -17,6 +22,7 @@ __all__ = [
     "FactPatch",
     "FactsOut",
     "HitOut",
+    "Id",
     "MessagePage",
     "ProfileOut",
     "SessionCreate",
@@ -24,18 +30,42 @@ __all__ = [
     "SessionPage",
 ]
 
-_ID = r"^[^\x00-\x1f\x7f]{1,256}$"
+
+def _id(value: str) -> str:
+    try:
+        return check_id("id", value)
+    except ConfigError:
+        raise ValueError(f"an id must be {ID_RULE}") from None
 
 
-class _Strict(BaseModel):
+Id = Annotated[
+    str, AfterValidator(_id), Field(min_length=1, max_length=256, description=f"an id: {ID_RULE}")
+]
+"""A session id, user id (or tenant) the service accepts: ``stores.records.ID_RULE``."""
+
+
+class Body(BaseModel):
+    """A request body: unknown keys are refused, and so is any value that is not plain
+    JSON (a lone surrogate, NaN or an infinity: ``json.loads`` takes them, but they
+    could not be stored nor sent back)."""
+
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_json(cls, data: Any) -> Any:
+        try:  # one C-level pass; the walk that names the culprit only when it fails
+            json.dumps(data, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except (ValueError, TypeError):
+            raise ValueError(json_problem("body", data) or "body: not plain JSON") from None
+        return data
 
-class SessionCreate(_Strict):
+
+class SessionCreate(Body):
     """A session to create; ``id`` is made when not given."""
 
-    id: str | None = Field(default=None, pattern=_ID, description="the session id")
-    user_id: str = Field(pattern=_ID, description="the user who owns the session")
+    id: Id | None = Field(default=None, description="the session id")
+    user_id: Id = Field(description="the user who owns the session")
     metadata: dict[str, Any] = Field(default_factory=dict)
     ttl_seconds: float | None = Field(
         default=None,
@@ -65,7 +95,7 @@ class SessionPage(BaseModel):
     next_cursor: str | None
 
 
-class AppendRequest(_Strict):
+class AppendRequest(Body):
     """Messages to append, as OpenAI Chat or Anthropic Messages dicts (or convomem's own
     ``Message.to_dict()``); an ``id`` key is kept as the message id."""
 
@@ -154,27 +184,24 @@ class Erased(BaseModel):
 
 
 _TEXT = r"^[^\x00-\x1f\x7f]+$"
+_SUBJECT = r"^[^\x00-\x1f\x7f]{1,256}$"
 
 
-class FactIn(BaseModel):
+class FactIn(Body):
     """A fact to set by hand: ``attribute`` of ``subject`` is ``value`` (``pref:<thing>``
     and ``allergy:<thing>`` attributes are keyed by their object, like extracted ones)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     attribute: str = Field(min_length=1, max_length=200, pattern=_TEXT, examples=["city"])
     value: str = Field(min_length=1, max_length=2000, pattern=_TEXT, examples=["Porto"])
-    subject: str = Field(default="user", pattern=_ID, description="whom it is about")
+    subject: str = Field(default="user", pattern=_SUBJECT, description="whom it is about")
 
 
-class FactPatch(BaseModel):
+class FactPatch(Body):
     """A correction: the new value (and/or attribute, subject); what is not given stays."""
-
-    model_config = ConfigDict(extra="forbid")
 
     value: str | None = Field(default=None, min_length=1, max_length=2000, pattern=_TEXT)
     attribute: str | None = Field(default=None, min_length=1, max_length=200, pattern=_TEXT)
-    subject: str | None = Field(default=None, pattern=_ID)
+    subject: str | None = Field(default=None, pattern=_SUBJECT)
 
 
 class FactOut(BaseModel):

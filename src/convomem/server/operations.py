@@ -14,10 +14,12 @@ import uuid
 from dataclasses import asdict
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
 from ..model import Message
 from ..packing import Packer
 from ..stores.database import SessionInfo
+from ..stores.records import ID_RULE, check_id
 from .deps import (
     TTL_KEY,
     ApiKey,
@@ -37,6 +39,7 @@ from .summary import accounting
 
 __all__ = [
     "append",
+    "check_message_chars",
     "check_sizes",
     "context",
     "convert",
@@ -44,6 +47,7 @@ __all__ = [
     "delete_session",
     "erase_user",
     "list_sessions",
+    "message_chars",
     "messages_page",
     "open_or_create",
     "search",
@@ -112,8 +116,16 @@ async def create_session(
 ) -> tuple[SessionInfo, bool]:
     """Create a session owned by ``user_id`` (an id is made when none is given); returns
     it and whether it is new. The same owner and metadata again return it; another
-    owner or other metadata is a 409."""
+    owner or other metadata is a 409. Ids follow the one id rule (``check_id``: every
+    face, HTTP or MCP, creates only ids every route reaches)."""
     sid = session_id or uuid.uuid4().hex
+    for field, value in (("id", sid), ("user_id", user_id)):
+        try:
+            check_id(field, value)
+        except ConfigError:
+            raise Problem(
+                422, "bad-request", f"{field}: an id must be {ID_RULE}", field=field, value=value
+            ) from None
     stored = _stored_metadata(metadata or {}, ttl_seconds)
     store = svc.db.session(sid, tenant=key.tenant)
     info = await store.info()
@@ -193,15 +205,26 @@ def check_sizes(svc: Services, messages: list[dict[str, Any]]) -> None:
             value=len(messages),
         )
     for i, d in enumerate(messages):
-        size = len(json.dumps(d, ensure_ascii=False))
-        if size > s.max_message_chars:
-            raise Problem(
-                413,
-                "too-large",
-                f"messages[{i}]: {size} characters; at most {s.max_message_chars}",
-                field=f"messages[{i}]",
-                value=size,
-            )
+        check_message_chars(d, s.max_message_chars, f"messages[{i}]")
+
+
+def message_chars(d: Any) -> int:
+    """The size of a message dict: the characters of its JSON (what a message may hold,
+    ``Settings.max_message_chars``, on every route that stores one)."""
+    return len(json.dumps(d, ensure_ascii=False))
+
+
+def check_message_chars(d: Any, limit: int, field: str) -> None:
+    """A 413 problem naming ``field`` for a message dict over ``limit`` characters."""
+    size = message_chars(d)
+    if size > limit:
+        raise Problem(
+            413,
+            "too-large",
+            f"{field}: {size} characters; at most {limit}",
+            field=field,
+            value=size,
+        )
 
 
 def convert(
@@ -252,18 +275,23 @@ async def messages_page(
 
 
 async def append(
-    svc: Services, key: ApiKey, info: SessionInfo, messages: list[Message]
+    svc: Services,
+    key: ApiKey,
+    info: SessionInfo,
+    messages: list[Message],
+    *,
+    expected_seq: int | None = None,
 ) -> tuple[list[Message], int]:
-    """Append ``messages`` to the session through its memory (the view, the summary and
-    the state kept current, facts extracted and saved), then index them for recall.
-    Returns the messages as stored and the session's newest seq. Idempotent by message
-    id; a ``MessageConflict`` (an id stored with other content) changes nothing."""
-    added: list[Message] = []
+    """Append ``messages`` to the session through its memory in one store append, all
+    or nothing (the view, the summary and the state kept current, facts extracted and
+    saved), then index them for recall. Returns the messages as stored and the
+    session's newest seq. Idempotent by message id; a ``MessageConflict`` (an id stored
+    with other content) changes nothing; ``expected_seq`` is checked inside the append's
+    compare-and-set (``ConcurrentUpdate``: nothing written)."""
     async with use_memory(svc, key, info) as memory:
         before = memory.stats()
         try:
-            for m in messages:
-                added.append(await memory.aadd_message(m))
+            added = await memory.aadd_messages(messages, expected_seq=expected_seq)
             await settle(svc, memory)  # what left the view indexed, the user's facts saved
         finally:
             st = memory.stats()
@@ -369,8 +397,10 @@ async def search(
 
 async def erase_user(svc: Services, key: ApiKey, user_id: str) -> Erased:
     """Erase everything of the user in the tenant: sessions (logs, summaries, state),
-    recall items and vectors, facts."""
+    recall items and vectors, facts, idempotency records."""
     await require_user(svc, key, user_id)
+    if svc.idempotency is not None:
+        await svc.idempotency.forget(key.tenant, user_id)
     items = 0
     if svc.recall is not None:
         items = await svc.recall.erase_user(user_id, tenant=key.tenant)

@@ -9,6 +9,7 @@ Every error the service returns is ``{"type", "title", "status", "detail"}`` plu
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from ..errors import (
@@ -70,19 +71,27 @@ def problem_body(
         "type": BASE + slug,
         "title": _TITLES.get(slug, slug.replace("-", " ").capitalize()),
         "status": status,
-        "detail": detail,
+        "detail": _utf8(detail),
     }
     if field is not None:
-        out["field"] = field
+        out["field"] = _utf8(field)
         out["value"] = _shown(value)
     return out
 
 
+def _utf8(text: str) -> str:
+    """``text`` with any lone surrogate written as its escape: a body is UTF-8, and a
+    problem about a bad input must not fail to encode it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _shown(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float):
+    if value is None or isinstance(value, bool | int):
         return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
     if isinstance(value, str) and len(value) <= 200:
-        return value
+        return _utf8(value)
     return bounded_repr(value)
 
 

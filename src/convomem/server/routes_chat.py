@@ -27,12 +27,13 @@ configured) are ordinary problem responses.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._sse import encode_event
 from ..errors import ConvomemError, TransientError
@@ -52,12 +53,15 @@ from .deps import (
     settle,
     use_memory,
 )
+from .models import Body
+from .operations import check_message_chars, message_chars
 from .problems import Problem, body_of, from_error, problem_body
 from .upstream import Finished, Upstream
 
 __all__ = ["ChatRequest", "router"]
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["chat"])
+_LONE: Final = re.compile("[\ud800-\udfff]")
 
 Key = Annotated[ApiKey, Depends(require_key)]
 Svc = Annotated[Services, Depends(get_services)]
@@ -71,12 +75,10 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(Body):
     """One user turn: ``content`` (text), or ``message`` (a dict in ``format``; its
     ``id`` makes the turn idempotent). ``budget`` (below the session's) and ``query``
     shape this turn's context only."""
-
-    model_config = ConfigDict(extra="forbid")
 
     content: str | None = Field(default=None, min_length=1, description="the user's text")
     message: dict[str, Any] | None = Field(
@@ -99,12 +101,10 @@ def _user_message(body: ChatRequest, max_chars: int) -> Message:
     if body.content is not None:
         if not body.content.strip():
             raise Problem(422, "bad-request", "content: empty", field="content", value="")
-        if len(body.content) > max_chars:
-            raise Problem(
-                413, "too-large", f"content: at most {max_chars} characters", field="content"
-            )
+        check_message_chars({"role": "user", "content": body.content}, max_chars, "content")
         return Message(role="user", content=body.content)
     d = body.message or {}
+    check_message_chars(d, max_chars, "message")
     if body.format == "convomem":
         messages = [Message.from_dict(d)]
     elif body.format == "anthropic":
@@ -154,7 +154,9 @@ async def chat(session_id: str, body: ChatRequest, key: Key, svc: Svc) -> Stream
         turn = record_turn(memory)  # the inspector's per-turn figures, stored on the reply
     upstream = (s.upstream_url, s.upstream_model, s.upstream_api_key)
     return StreamingResponse(
-        _relay(svc, key, session_id, user, context, prompt_tokens, upstream, turn),
+        _relay(
+            svc, key, session_id, user, context, prompt_tokens, upstream, turn, s.max_message_chars
+        ),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -197,8 +199,10 @@ async def _relay(
     prompt_tokens: int,
     upstream: tuple[str, str, str | None],
     turn: dict[str, Any],
+    max_chars: int,
 ) -> AsyncIterator[str]:
     parts: list[str] = []
+    kept = 0  # characters of the reply held: at most a stored message's and one more
     finished = Finished(None)
     client = Upstream(*upstream)
     try:
@@ -206,14 +210,17 @@ async def _relay(
             if isinstance(item, Finished):
                 finished = item
             else:
-                parts.append(item)
+                item = _LONE.sub("\ufffd", item)  # (JSON may carry them; UTF-8 cannot)
+                if kept <= max_chars:
+                    parts.append(item[: max_chars + 1 - kept])
+                    kept += len(parts[-1])
                 yield encode_event("delta", {"content": item})
     except TransientError as exc:
         yield encode_event("error", problem_body(502, "upstream-failed", str(exc)))
         return
     finally:
         await client.aclose()
-    text = "".join(parts)
+    text, truncated = capped("".join(parts), max_chars)
     if not text:
         detail = f"the upstream returned no text (finish_reason={finished.finish_reason!r})"
         yield encode_event("error", problem_body(502, "upstream-failed", detail))
@@ -234,8 +241,27 @@ async def _relay(
             "user_message_id": user.id,
             "finish_reason": finished.finish_reason,
             "usage": _usage(prompt_tokens, tokenizer, stored, finished.usage),
+            "truncated": truncated,
         },
     )
+
+
+TRUNCATED: Final = "\n[... the reply was cut here: it was over {limit} characters]"
+"""The marker ending a stored reply that was over ``Settings.max_message_chars``."""
+
+
+def capped(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` as stored: whole when an assistant message of it is within ``limit``
+    characters (``message_chars``, as ``/messages`` measures), else cut and ended by
+    ``TRUNCATED``; and whether it was cut."""
+    if message_chars({"role": "assistant", "content": text}) <= limit:
+        return text, False
+    marker = TRUNCATED.format(limit=limit)
+    cut = text[: max(0, limit - len(marker))]
+    while cut and message_chars({"role": "assistant", "content": cut + marker}) > limit:
+        over = message_chars({"role": "assistant", "content": cut + marker}) - limit
+        cut = cut[: len(cut) - over]  # (escapes make some characters count twice or more)
+    return cut + marker, True
 
 
 async def _store_reply(

@@ -1,15 +1,19 @@
-"""``/healthz`` (the process answers), ``/readyz`` (the stores answer; 503 otherwise) and
-``/metrics`` (Prometheus text). None needs a key: they say nothing about any tenant."""
+"""``/healthz`` (the process answers), ``/readyz`` (the stores answer and hold what the
+service needs; 503 otherwise, saying what is missing) and ``/metrics`` (Prometheus
+text). None needs an API key: they say nothing about any tenant; ``/metrics`` asks for
+``Settings.metrics_key`` when one is set."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import hmac
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from ..errors import ConvomemError
-from .deps import Services, get_services
+from .deps import get_services
+from .problems import Problem
 
 router = APIRouter(tags=["operations"])
 
@@ -38,8 +42,21 @@ async def readyz(request: Request) -> Any:
 
 
 @router.get("/metrics", response_class=PlainTextResponse)
-async def metrics(svc: Annotated[Services, Depends(get_services)]) -> PlainTextResponse:
-    """Counters and latencies in Prometheus' text format."""
+async def metrics(request: Request) -> PlainTextResponse:
+    """Counters and latencies in Prometheus' text format (with ``metrics_key`` set, for
+    ``Authorization: Bearer <metrics_key>`` only)."""
+    wanted = request.app.state.settings.metrics_key
+    if wanted is not None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        given = token.strip().encode("utf-8", "replace")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given, wanted.encode()):
+            raise Problem(
+                401,
+                "unauthorized",
+                "/metrics: send the metrics key as Authorization: Bearer <key>",
+                headers={"WWW-Authenticate": 'Bearer realm="convomem-metrics"'},
+            )
+    svc = await get_services(request)
     return PlainTextResponse(
         svc.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -13,8 +13,9 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Response
 
-from ..errors import MessageConflict
+from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage, MessageConflict
 from ..model import Message
+from ..stores.database import SessionInfo
 from . import operations
 from .deps import ApiKey, Services, get_services, require_key, session_info
 from .idempotency import body_digest
@@ -28,9 +29,9 @@ Svc = Annotated[Services, Depends(get_services)]
 
 
 def _with_idempotency(messages: list[Message], idem: str, body: AppendRequest) -> list[Message]:
-    """Ids for messages sent without one, made from the ``Idempotency-Key`` and the
-    request's digest: a retry of the request appends nothing new, and the same key with
-    another body meets different content under the same ids (a 409)."""
+    """Ids for messages sent without one, made from the ``Idempotency-Key``: a retry of
+    the request appends nothing new (and the same key with another body meets different
+    content under the same ids: a 422, should it pass the key's binding)."""
     digest = hashlib.sha256(idem.encode()).hexdigest()[:24]
     given = [("id" in d) for d in body.messages] if body.format != "anthropic" else None
     out = []
@@ -71,55 +72,87 @@ async def append_messages(
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
     if_match: Annotated[str | None, Header(max_length=64)] = None,
 ) -> AppendResponse:
-    """Append messages (all checked before anything is written). Idempotent by message
-    id and by ``Idempotency-Key``; ``If-Match: <seq>`` answers 409 when the session
-    moved past it. The new newest seq is returned in the ``ETag``."""
+    """Append messages, all or nothing (all checked before anything is written).
+    Idempotent by message id and by ``Idempotency-Key``; ``If-Match: <seq>`` answers
+    409 when the session moved past it. The new newest seq is returned in the
+    ``ETag``."""
     operations.check_sizes(svc, body.messages)
     expected = _if_match(if_match)
     messages = operations.convert(body.messages, body.format, body.system)
     info = await session_info(svc, key, session_id)
+    idem = svc.idempotency if idempotency_key is not None else None
     digest = ""
-    if idempotency_key is not None and svc.idempotency is not None:
+    bound = False  # whether this request bound the key (and may unbind it)
+    if idem is not None and idempotency_key is not None:
         messages = _with_idempotency(messages, idempotency_key, body)
         digest = body_digest(session_id, body.model_dump(mode="json"))
-        earlier = await svc.idempotency.recall(key.tenant, session_id, idempotency_key)
-        if earlier is not None:
-            if earlier[0] != digest:
-                raise _reused(idempotency_key)
-            response.headers["ETag"] = f'"{earlier[1]["last_seq"]}"'
+        earlier = await idem.claim(key.tenant, info, idempotency_key, digest)
+        if earlier is not None and earlier.digest != digest:
+            raise _reused(idempotency_key)
+        if earlier is not None and earlier.answer is not None:
+            response.headers["ETag"] = f'"{earlier.answer["last_seq"]}"'
             response.headers["Idempotent-Replayed"] = "true"
-            return AppendResponse.model_validate(earlier[1])
-    if expected is not None and info.last_seq != expected:
-        raise Problem(
-            409,
-            "precondition-failed",
-            f"the session is at seq {info.last_seq}, not {expected}",
-            field="If-Match",
-            value=if_match,
-            headers={"ETag": f'"{info.last_seq}"'},
-        )
+            return AppendResponse.model_validate(earlier.answer)
+        bound = earlier is None
     try:
-        added, last = await operations.append(svc, key, info, messages)
-    except MessageConflict as exc:
-        if idempotency_key is not None and exc.message_id.startswith("idem-"):
+        answer = await _append(svc, key, info, messages, expected, if_match)
+    except (Problem, ConcurrentUpdate, MessageConflict, InvalidMessage, ConfigError) as exc:
+        # Refused before anything was written: the key is free for a corrected request.
+        if bound and idem is not None and idempotency_key is not None:
+            await idem.release(key.tenant, info, idempotency_key)
+        if (
+            isinstance(exc, MessageConflict)
+            and idempotency_key is not None
+            and exc.message_id.startswith("idem-")
+        ):
             raise _reused(idempotency_key) from None
         raise
-    answer = AppendResponse(
-        session_id=session_id,
+    if idem is not None and idempotency_key is not None:
+        await idem.complete(
+            key.tenant, info, idempotency_key, digest, answer.model_dump(mode="json")
+        )
+    response.headers["ETag"] = f'"{answer.last_seq}"'
+    return answer
+
+
+async def _append(
+    svc: Services,
+    key: ApiKey,
+    info: SessionInfo,
+    messages: list[Message],
+    expected: int | None,
+    if_match: str | None,
+) -> AppendResponse:
+    """``operations.append``: one store append, all or nothing; ``expected``, the
+    ``If-Match`` seq, is checked inside its compare-and-set (of writers racing with one
+    ``If-Match`` exactly one wins)."""
+    try:
+        added, last = await operations.append(svc, key, info, messages, expected_seq=expected)
+    except ConcurrentUpdate as exc:
+        if expected is None:
+            raise  # races lost past the memory's own retries: a 409 conflict
+        raise _moved(exc.actual, expected, if_match) from None
+    return AppendResponse(
+        session_id=info.session_id,
         last_seq=last,
         messages=[Appended(id=m.id, role=m.role) for m in added],
     )
-    if idempotency_key is not None and svc.idempotency is not None:
-        await svc.idempotency.remember(
-            key.tenant, session_id, idempotency_key, digest, answer.model_dump(mode="json")
-        )
-    response.headers["ETag"] = f'"{last}"'
-    return answer
+
+
+def _moved(actual: int, expected: int, if_match: str | None) -> Problem:
+    return Problem(
+        409,
+        "precondition-failed",
+        f"the session is at seq {actual}, not {expected}",
+        field="If-Match",
+        value=if_match,
+        headers={"ETag": f'"{actual}"'},
+    )
 
 
 def _reused(idempotency_key: str) -> Problem:
     return Problem(
-        409,
+        422,
         "idempotency-conflict",
         "this Idempotency-Key was used with another request body",
         field="Idempotency-Key",

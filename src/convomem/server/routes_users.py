@@ -11,23 +11,20 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import operations
 from .deps import ApiKey, Services, get_services, require_key
-from .models import Erased, HitOut
+from .models import Body, Erased, HitOut, Id
 
 router = APIRouter(tags=["users"])
 
 Key = Annotated[ApiKey, Depends(require_key)]
 Svc = Annotated[Services, Depends(get_services)]
-_ID = r"^[^\x00-\x1f\x7f]{1,256}$"
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: str = Field(pattern=_ID)
+class SearchRequest(Body):
+    user_id: Id
     query: str = Field(min_length=1, max_length=4000)
     k: int = Field(default=10, ge=1, le=100)
     kinds: list[str] | None = Field(default=None, description="message, summary, fact...")
@@ -48,5 +45,5 @@ async def search(body: SearchRequest, key: Key, svc: Svc) -> SearchResponse:
 @router.delete("/v1/users/{user_id}", response_model=Erased)
 async def erase_user(user_id: str, key: Key, svc: Svc) -> Erased:
     """Erase everything of the user in the tenant: sessions (logs, summaries, state),
-    recall items and vectors, facts."""
+    recall items and vectors, facts, idempotency records."""
     return await operations.erase_user(svc, key, user_id)

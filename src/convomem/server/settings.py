@@ -62,6 +62,8 @@ class Settings:
       model the chat route calls.
     - ``memory_cache``: open session memories each process keeps between requests (LRU;
       0: none, every request resumes its session from the store).
+    - ``metrics_key``: when set, ``/metrics`` answers only ``Authorization: Bearer
+      <metrics_key>`` (``convomem serve`` reads it from ``$CONVOMEM_METRICS_KEY``).
     """
 
     store: str = DEFAULT_STORE
@@ -91,6 +93,7 @@ class Settings:
     upstream_model: str | None = None
     upstream_api_key: str | None = field(default=None, repr=False)
     memory_cache: int = 256
+    metrics_key: str | None = field(default=None, repr=False)
     extra: dict[str, Any] = field(default_factory=dict)
     """Settings of parts added later (one key per part), kept as given."""
 
@@ -121,6 +124,10 @@ class Settings:
         _check.positive_int("max_message_chars", self.max_message_chars)
         _check.positive_int("max_page", self.max_page)
         _check.non_negative_int("memory_cache", self.memory_cache)
+        if self.metrics_key is not None and (
+            not isinstance(self.metrics_key, str) or len(self.metrics_key) < 16
+        ):
+            raise ConfigError("metrics_key: must be a string of at least 16 characters")
 
 
 @dataclass(frozen=True, slots=True)

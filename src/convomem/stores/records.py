@@ -16,15 +16,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
 from .. import _check
-from ..errors import ConfigError, CorruptRecord, InvalidMessage
+from ..errors import ConfigError, CorruptRecord, InvalidMessage, bounded_repr
 from ..model import Message
 from .base import check_items
 from .database import LogEntry
 
 __all__ = [
+    "ID_RULE",
     "EncodedMessage",
     "check_counts",
     "check_expected",
+    "check_id",
     "check_json_object",
     "check_name",
     "check_page_limit",
@@ -34,12 +36,15 @@ __all__ = [
     "dumps",
     "encode_cursor",
     "encode_messages",
+    "json_problem",
 ]
 
 MAX_NAME: Final = 256
 """Longest session id, user id, tenant or tokenizer name (in characters)."""
 _BAD_CHARS: Final = re.compile(r"[\x00-\x1f\x7f]|[\ud800-\udfff]")
 _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
+MAX_POSITION: Final = 2**63 - 1
+"""The largest position a cursor may hold (a signed 64-bit integer: SQL's BIGINT)."""
 _CURSOR: Final = re.compile(r"([a-z]):(0|[1-9][0-9]{0,18})")
 
 
@@ -66,6 +71,29 @@ def check_name(field: str, value: object, *, optional: bool = False) -> str | No
     return str(value)
 
 
+ID_RULE: Final = (
+    "1-256 characters, none of them a control character, a lone surrogate, '/' or '\\', "
+    "and not '.' or '..'"
+)
+"""The one rule of the service's session ids, user ids and tenants (``check_id``)."""
+_ID_BAD: Final = re.compile(r"[\x00-\x1f\x7f/\\]|[\ud800-\udfff]")
+
+
+def check_id(field: str, value: object) -> str:
+    """A session id, user id or tenant the service accepts (``ID_RULE``): every id it
+    accepts is one path segment of a URL, so every route reaches it (a ``/`` would split
+    the path, ``.`` and ``..`` are resolved away by clients). ``ConfigError`` naming the
+    field, the value and the rule."""
+    if (
+        not isinstance(value, str)
+        or not 1 <= len(value) <= MAX_NAME
+        or value in (".", "..")
+        or _ID_BAD.search(value)
+    ):
+        raise ConfigError(f"{field}={bounded_repr(value)}: an id must be {ID_RULE}")
+    return value
+
+
 def check_expected(field: str, value: object) -> int | None:
     """An ``expected_seq`` / ``expected_version``: None or a non-negative integer."""
     return None if value is None else _check.non_negative_int(field, value)
@@ -76,34 +104,34 @@ def check_page_limit(limit: object) -> int:
     return _check.positive_int("limit", limit)
 
 
-def _json_path_error(field: str, value: Any, depth: int = 0) -> str | None:
-    """Where ``value`` stops being a JSON value that reads back equal, or None."""
+def json_problem(field: str, value: Any, depth: int = 0) -> str | None:
+    """Where ``value`` stops being a JSON value that reads back equal (a lone surrogate,
+    NaN or an infinity, a tuple, a non-string key...), or None."""
     if depth > 100:
         return f"{field}: nested more than 100 levels deep"
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, bool) or type(value) is int:
         return None
+    shown = f"{field}={bounded_repr(value)}"
     if isinstance(value, str):
-        return f"{field}={value!r}: contains a lone surrogate" if _SURROGATE.search(value) else None
-    if type(value) is int:
-        return None
+        return f"{shown}: contains a lone surrogate" if _SURROGATE.search(value) else None
     if type(value) is float:
-        return None if math.isfinite(value) else f"{field}={value!r}: must be a finite number"
+        return None if math.isfinite(value) else f"{shown}: must be a finite number"
     if type(value) is dict:
         for k, v in value.items():
             if not isinstance(k, str) or _SURROGATE.search(k):
-                return f"{field}: key {k!r} must be a string (without lone surrogates)"
-            problem = _json_path_error(f"{field}[{k!r}]", v, depth + 1)
+                return f"{field}: key {bounded_repr(k)} must be a string (without lone surrogates)"
+            problem = json_problem(f"{field}[{bounded_repr(k)}]", v, depth + 1)
             if problem:
                 return problem
         return None
     if type(value) is list:
         for i, v in enumerate(value):
-            problem = _json_path_error(f"{field}[{i}]", v, depth + 1)
+            problem = json_problem(f"{field}[{i}]", v, depth + 1)
             if problem:
                 return problem
         return None
     kind = type(value).__name__
-    return f"{field}={value!r}: {kind} is not JSON (use dict, list, str, int, float, bool, None)"
+    return f"{shown}: {kind} is not JSON (use dict, list, str, int, float, bool, None)"
 
 
 def check_json_object(field: str, value: object) -> str:
@@ -112,7 +140,7 @@ def check_json_object(field: str, value: object) -> str:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{field}={value!r}: must be a JSON object (a dict)")
     plain = dict(value)
-    problem = _json_path_error(field, plain)
+    problem = json_problem(field, plain)
     if problem:
         raise ConfigError(problem)
     return dumps(plain)
@@ -239,4 +267,7 @@ def decode_cursor(cursor: object, kind: str, what: str) -> int | None:
     match = _CURSOR.fullmatch(cursor)
     if match is None or match.group(1) != kind:
         raise ConfigError(f"cursor={cursor!r}: not a cursor {what} returned")
-    return int(match.group(2))
+    position = int(match.group(2))
+    if position > MAX_POSITION:  # no backend stores a seq or a row number this large
+        raise ConfigError(f"cursor={cursor!r}: out of range (not a cursor {what} returned)")
+    return position

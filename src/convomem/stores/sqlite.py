@@ -117,7 +117,9 @@ class SQLiteDatabase:
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
     ) -> bool:
         """Delete a session with its log, state and counts; whether it existed."""
-        return self._run(delete_session_call(session_id, user_id, tenant))
+        deleted = self._run(delete_session_call(session_id, user_id, tenant))
+        self._driver.checkpoint()
+        return deleted
 
     def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
         """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
@@ -127,7 +129,10 @@ class SQLiteDatabase:
 
     def sweep(self) -> int:
         """Delete the expired sessions; how many."""
-        return self._run(sweep_call())
+        swept = self._run(sweep_call())
+        if swept:
+            self._driver.checkpoint()
+        return swept
 
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""

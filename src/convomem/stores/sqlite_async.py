@@ -110,17 +110,26 @@ class AsyncSQLiteDatabase:
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
     ) -> bool:
         """Delete a session with its log, state and counts; whether it existed."""
-        return await self._arun(delete_session_call(session_id, user_id, tenant))
+        deleted = await self._arun(delete_session_call(session_id, user_id, tenant))
+        await self._checkpoint()
+        return deleted
 
     async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
         """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
         erased = await self._arun(erase_user_call(user_id, tenant))
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._driver.checkpoint)
+        await self._checkpoint()
         return erased
 
     async def sweep(self) -> int:
         """Delete the expired sessions; how many."""
-        return await self._arun(sweep_call())
+        swept = await self._arun(sweep_call())
+        if swept:
+            await self._checkpoint()
+        return swept
+
+    async def _checkpoint(self) -> None:
+        """``SQLiteDriver.checkpoint`` off the event loop (after a delete, erasure, sweep)."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._driver.checkpoint)
 
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""

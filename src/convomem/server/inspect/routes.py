@@ -9,8 +9,10 @@ following a link, so the inspector also takes the key from its cookie
 (``convomem_key``: HttpOnly, SameSite=Strict, path ``/inspect``), set by the login form
 or by opening any inspector URL once with ``?key=<key>`` (the response stores it and
 redirects to the URL without it, so the key does not stay in the address bar or the
-history). Pages answer a missing or wrong key with the login form (401); the data
-route with the API's 401 problem.
+history; a key that is not valid is not stored, the login form says so). The key
+never reaches the access log: ``redact_access_log`` masks ``key=`` in the logged
+paths. Pages answer a missing or wrong key with the login form (401); the data route
+with the API's 401 problem.
 
 Each request opens the session's memory from the store as the API does (no state kept
 between requests) and explains it with ``session.timeline.atimeline`` over the newest
@@ -21,6 +23,8 @@ are equal.
 
 from __future__ import annotations
 
+import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Final
@@ -32,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...session.timeline import Timeline, atimeline
 from ...stores.database import SessionInfo
+from ...stores.expiry import expired
 from ..deps import ApiKey, Services, get_services, open_memory, require_key, session_info
 from ..facts import add_fact, delete_fact, get_facts, update_fact
 from ..models import FactIn, FactPatch
@@ -40,7 +45,7 @@ from .facts_page import facts_page, facts_url
 from .page import login_page, session_page, sessions_page
 from .render import sections
 
-__all__ = ["COOKIE", "router"]
+__all__ = ["COOKIE", "redact_access_log", "router"]
 
 COOKIE: Final = "convomem_key"
 BASE: Final = "/inspect"
@@ -113,9 +118,14 @@ async def _page_key(request: Request) -> ApiKey | Response:
     given = request.query_params.get("key")
     if given is not None:
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "key"]
-        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-        response: Response = RedirectResponse(_local(target), status_code=303)
-        _set_cookie(response, request, given)
+        target = _local(request.url.path + (f"?{urlencode(rest)}" if rest else ""))
+        services = await get_services(request)
+        if not given.strip() or await services.keys.verify(given.strip()) is None:
+            # Checked before it is stored: a cookie holds only a key that works.
+            page = login_page(f"{BASE}/login", target, "This key is not valid.")
+            return _html(page, 401)
+        response: Response = RedirectResponse(target, status_code=303)
+        _set_cookie(response, request, given.strip())
         return response
     try:
         return await inspect_key(request)
@@ -149,6 +159,30 @@ async def login(request: Request) -> Response:
     return response
 
 
+_KEY_PARAM: Final = re.compile(r"([?&]key=)[^&#\s]*")
+
+
+class _Redact(logging.Filter):
+    """Masks ``key=<value>`` in the paths uvicorn's access log writes (its record's
+    arguments: client, method, path with query, HTTP version, status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(
+            isinstance(a, str) and "key=" in a for a in record.args
+        ):
+            record.args = tuple(
+                _KEY_PARAM.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
+def redact_access_log() -> None:
+    """Install the redaction on uvicorn's access logger (once per process)."""
+    log = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _Redact) for f in log.filters):
+        log.addFilter(_Redact())
+
+
 # -- pages -----------------------------------------------------------------------------
 
 
@@ -168,7 +202,8 @@ async def sessions_of_user(
     infos, more = await services.db.sessions(
         user_id=user_id, tenant=key.tenant, cursor=cursor, limit=50
     )
-    return _html(sessions_page(user_id, infos, more, BASE))
+    live = [i for i in infos if not expired(i)]  # past their own TTL: gone
+    return _html(sessions_page(user_id, live, more, BASE))
 
 
 def _version(info: SessionInfo) -> str:
