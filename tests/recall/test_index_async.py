@@ -26,7 +26,9 @@ class AsyncCounting:
     def __init__(self) -> None:
         self.inner = HashingEmbedder(dim=64)
         self.texts: list[str] = []
-        self.fusion_weight = self.inner.fusion_weight  # it is the hashing embedder
+        # it is the hashing embedder: its declarations too (keys, fusion weights)
+        self.fusion_weight = self.inner.fusion_weight
+        self.recall_keys = self.inner.recall_keys
 
     async def aembed_batch(self, texts: list[str]) -> list[list[float]]:
         self.texts += texts

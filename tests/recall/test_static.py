@@ -5,6 +5,8 @@ batch, and what it is for: a paraphrase nearer than an unrelated text."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -32,9 +34,13 @@ def reference() -> tuple[object, object]:
 @settings(max_examples=200, deadline=None)
 @given(
     st.text(
-        # the BMP: beyond, the two sides' Unicode tables differ in version (new scripts)
+        # characters Unicode 3.2 already had: the two sides' Unicode tables differ in
+        # version, and a mark or format character assigned since (81 in the BMP, e.g. NKo
+        # and new Arabic marks) is unknown to one side and absent to the other
         alphabet=st.sampled_from(list("abcXYZ01 .,!?'-_\t\néüßñ東京😀$%"))
-        | st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)),
+        | st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)).filter(
+            lambda c: unicodedata.ucd_3_2_0.category(c) != "Cn"
+        ),
         max_size=40,
     )
 )
