@@ -30,8 +30,8 @@ import math
 from collections.abc import Generator, Sequence
 from typing import Any, Final
 
+from .._expiry import expired_sessions_sql
 from ..errors import ConfigError
-from ..stores.expiry import expired_sessions_sql
 from ._backend import Item, Q, Row, Scope, embedding_meta
 from ._pg_terms import index_terms, terms_column
 from .fusion import K1, VECTOR_TOLERANCE, B

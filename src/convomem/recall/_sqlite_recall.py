@@ -29,7 +29,7 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any, Final
 
-from ..stores.expiry import expired_sessions_sql
+from .._expiry import expired_sessions_sql
 from . import _partition, _snapshot
 from ._backend import Item, Q, Row, Scope, embedding_meta
 from ._partition import Partition

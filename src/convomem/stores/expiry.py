@@ -17,15 +17,11 @@ same rule in SQL, for the reads that run inside the database (recall, facts).
 from __future__ import annotations
 
 import time
-from typing import Final
 
+from .._expiry import TTL_KEY, expired_sessions_sql
 from .database import SessionInfo
 
 __all__ = ["TTL_KEY", "expired", "expired_sessions_sql", "expires_at", "ttl_of"]
-
-TTL_KEY: Final = "convomem:ttl_seconds"
-"""The metadata key holding a session's own TTL (keys starting ``convomem:`` are the
-service's: refused in requests, left out of responses)."""
 
 
 def ttl_of(info: SessionInfo) -> float | None:
@@ -47,26 +43,3 @@ def expired(info: SessionInfo, now: float | None = None) -> bool:
     """Whether the session has expired at ``now`` (default: the wall clock)."""
     at = expires_at(info)
     return at is not None and at <= (time.time() if now is None else now)
-
-
-def expired_sessions_sql(dialect: str, sessions: str = "convomem_sessions") -> str:
-    """A query of the ids of one user's expired sessions: parameters tenant, user id,
-    now, now (``?`` for SQLite, ``%s`` for PostgreSQL); ``sessions`` is the table
-    (schema-qualified for PostgreSQL)."""
-    if dialect == "sqlite":
-        path = f"'$.\"{TTL_KEY}\"'"
-        own = (
-            f"updated_at + CASE WHEN json_type(metadata, {path}) IN ('integer', 'real') "
-            f"THEN json_extract(metadata, {path}) END <= ?"
-        )
-        mark = "?"
-    else:
-        own = (  # (CASE: the cast only of a number)
-            f"updated_at + CASE WHEN jsonb_typeof(metadata::jsonb -> '{TTL_KEY}') = 'number' "
-            f"THEN (metadata::jsonb ->> '{TTL_KEY}')::float8 END <= %s"
-        )
-        mark = "%s"
-    return (
-        f"SELECT session_id FROM {sessions} WHERE tenant = {mark} AND user_id = {mark} "
-        f"AND ((expires_at IS NOT NULL AND expires_at <= {mark}) OR {own})"
-    )
