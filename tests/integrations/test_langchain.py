@@ -104,7 +104,7 @@ async def converse(url: str, mode: str, tmp: Path) -> None:
     assert stats.summarized_messages > 0  # compacted (counters restart with the object)
     if mode == "async":
         log = to_langchain(await history.memory.amessages())
-        await history.memory.wait()
+        await history.memory.aflush()
     else:
         log = history.all_messages()
     assert log == exchanged  # every message, tool calls and results, ids, metadata

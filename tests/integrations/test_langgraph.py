@@ -104,7 +104,7 @@ async def run_agent(url: str, mode: str, checkpointer: InMemorySaver | None) -> 
     stats = memory.stats()
     assert stats.summarized_messages > 0  # compacted (counters restart with the object)
     if mode == "async":
-        await memory.wait()
+        await memory.aflush()
     await close_db(db)
 
 

@@ -132,10 +132,10 @@ async def test_function_agent_runs_with_tools_and_a_restart(tmp_path: Path, mode
     if mode == "sync":
         assert [m.content for m in memory.get_all()] == [m.content for m in log]
         assert memory.get(input="colour")[0].role.value == "system"
-        await memory.memory.wait()
+        await memory.memory.aflush()
         db.close()
     else:
-        await memory.memory.wait()
+        await memory.memory.aflush()
         await db.aclose()
 
 

@@ -86,7 +86,7 @@ async def open_memory(url: str, db_mode: str) -> tuple[Any, ConversationMemory]:
 
 
 async def close(db: Any, memory: ConversationMemory) -> None:
-    await memory.wait()
+    await memory.aflush()
     await db.aclose() if hasattr(db, "aclose") else db.close()
 
 

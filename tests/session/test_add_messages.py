@@ -224,3 +224,11 @@ async def test_the_async_twin_appends_one_batch() -> None:
     assert await mem.amessages() == batch
     with pytest.raises(ConcurrentUpdate):
         await mem.aadd_messages([Message("late", "user", content="x")], expected_seq=1)
+
+
+async def test_wait_is_the_deprecated_spelling_of_aflush() -> None:
+    mem = ConversationMemory(300)
+    mem.add("user", "hello")
+    with pytest.warns(DeprecationWarning, match="aflush"):
+        await mem.wait()
+    await mem.aflush()  # the one async spelling: no warning

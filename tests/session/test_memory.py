@@ -701,7 +701,7 @@ async def test_background_summary_is_replaced_when_it_arrives() -> None:
     assert s.compactions >= 1 and s.degraded  # compaction went ahead with the fallback
     assert "SLOW SUMMARY" not in (await mem.acontext("messages"))[1].text()
     gate.set()
-    await mem.wait()
+    await mem.aflush()
     assert not mem.stats().degraded
     ctx = await mem.acontext("messages")
     assert is_summary(ctx[1]) and "SLOW SUMMARY" in ctx[1].text()

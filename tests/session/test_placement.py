@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convomem import ConversationMemory, open_store
-from convomem.recall import RecallIndex
+from convomem.recall import GuardedRecall, RecallIndex
 from convomem.session.placement import PROFILE_ID, UPDATE_PREFIX, is_tier_message
 from convomem.summaries.extractor import OfflineExtractor
 
@@ -33,6 +33,11 @@ FACTS = [
     "My dog Biscuit is a beagle.",
 ]
 TOPICS = ["parcel", "refund", "warranty", "invoice", "delivery", "exchange", "coupon"]
+
+
+def unhurried(index: RecallIndex) -> GuardedRecall:
+    """The index with no search deadline: a busy test machine must not time recall out."""
+    return GuardedRecall(index, deadline=None)
 
 
 def turn_text(k: int, topic: str) -> str:
@@ -48,7 +53,7 @@ def run(
     mem = ConversationMemory(
         budget,
         store=db.session(session, user_id="dana"),
-        recall=RecallIndex(db),
+        recall=unhurried(RecallIndex(db)),
         extractor=OfflineExtractor(),
     )
     mem.add("system", "You are a support agent for a shop.")
@@ -113,7 +118,7 @@ def test_the_profile_is_in_every_context_and_no_snippet_twice(
 
 def test_an_update_is_made_once_per_turn_and_leaves_with_it() -> None:
     with open_store("sqlite://") as db:
-        idx = RecallIndex(db)
+        idx = unhurried(RecallIndex(db))
         old = ConversationMemory(600, store=db.session("old", user_id="dana"), recall=idx)
         for k in range(30):
             old.add("user", turn_text(k, "parcel"))
@@ -145,7 +150,7 @@ def test_a_resumed_memory_sends_the_same_context(tmp_path: Any) -> None:
         again = ConversationMemory(
             900,
             store=db.session("s", user_id="dana"),
-            recall=RecallIndex(db),
+            recall=unhurried(RecallIndex(db)),
             extractor=OfflineExtractor(),
         )
         resumed = again.context("messages")

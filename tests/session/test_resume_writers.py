@@ -261,7 +261,7 @@ def test_background_summaries_are_saved_once_awaited(backend: Any) -> None:
         )
         for i in range(30):
             await mem.aadd("user" if i % 2 == 0 else "assistant", f"turn {i} about parcels")
-        await mem.wait()
+        await mem.aflush()
         live = await mem.acontext()
         assert "PRIMARY" in str(live) and mem.stats().degraded is False
         resumed = ConversationMemory(

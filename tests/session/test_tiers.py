@@ -509,7 +509,7 @@ def test_async_twin() -> None:
             await mem.aadd_message(said("f", "I am allergic to peanuts."))
             for k in range(20):
                 await mem.aadd_message(said(f"u{k}", text(k, 20)))
-            await mem.wait()
+            await mem.aflush()
             ctx = await mem.acontext("messages", query="zq2 delayed")
             assert cost(ctx) <= 400
             assert "peanuts" in ctx[1].text()

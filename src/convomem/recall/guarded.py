@@ -30,14 +30,18 @@ count and log line) and differ only in how they wait. Other attributes (``add``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, wait
 from typing import Any
 
+from .._io import is_async_callable
 from ..errors import ConfigError, bounded_repr
 from ..retry.breaker import CircuitBreaker
 from ._core import Hit
@@ -290,3 +294,37 @@ def _discard(task: asyncio.Future[Any]) -> None:
     """Read an abandoned search's outcome, so asyncio does not log it as unretrieved."""
     if not task.cancelled():
         task.exception()
+
+
+_GUARDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def guard_of(recall: Any) -> Any:
+    """The guard a memory searches ``recall`` through: ``recall`` itself when it is a
+    ``GuardedRecall`` / ``AsyncGuardedRecall``, else one guard per index (deadline,
+    circuit breaker), shared by the memories using that index: one breaker per backend,
+    and no memory starts worker threads of its own."""
+    if isinstance(recall, GuardedRecall | AsyncGuardedRecall):
+        return recall
+    try:
+        guard = _GUARDS.get(recall)
+    except TypeError:  # not weakly referable: a guard of its own
+        guard = None
+    if guard is None:
+        guard = (
+            AsyncGuardedRecall(recall)
+            if is_async_callable(recall.search)
+            else GuardedRecall(recall)
+        )
+        with contextlib.suppress(TypeError):
+            _GUARDS[recall] = guard
+    return guard
+
+
+def takes_neighbours(index: Any) -> bool:
+    """Whether ``index.search`` accepts ``neighbours=`` (a custom index may not)."""
+    try:
+        params = inspect.signature(index.search).parameters
+    except (TypeError, ValueError):
+        return False
+    return "neighbours" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())

@@ -358,13 +358,13 @@ async def _expired_sessions(
 
 
 async def settle(services: Services, memory: ConversationMemory) -> None:
-    """``memory.wait()`` after an append: what left the view indexed, the user's facts
+    """``memory.aflush()`` after an append: what left the view indexed, the user's facts
     saved. The messages are stored: a recall failure here (``OUTAGES``) is logged, and
     the wait is made once more, so the facts save that follows the index's
     report still runs (what the memory handed the index this time is not indexed)."""
     for attempt in (1, 2):
         try:
-            await memory.wait()
+            await memory.aflush()
             return
         except OUTAGES as exc:
             if attempt == 2:

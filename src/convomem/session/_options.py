@@ -173,6 +173,18 @@ def make_tiers(
     return t
 
 
+_FIELDS: Final = frozenset({"id", "tokens", "name", "metadata", "created_at", "priority"})
+
+
+def built(role: object, content: object, fields: dict[str, Any]) -> Message:
+    """The ``Message`` of ``add(role, content, **fields)``; ``InvalidMessage`` names an
+    unknown field."""
+    for key, value in fields.items():
+        if key not in _FIELDS:
+            raise InvalidMessage(key, value, f"unknown message field; use {sorted(_FIELDS)}")
+    return Message(role=role, content=content, **fields)  # type: ignore[arg-type]
+
+
 def shifted(field: str, by: int) -> str:
     """``field`` of a converted run (``messages[j]...``) named in the whole batch."""
     head = re.match(r"messages\[(\d+)\]", field)
@@ -345,3 +357,20 @@ def build_engine(
         },
         cache_turns=cache_turns,
     )
+
+
+def check_picklable(engine: SessionEngine) -> None:
+    """A memory is pickled with its log, view and summary over an in-memory store; not
+    over a durable session (the store keeps it) nor with tiers (an index, an embedder):
+    ``ConfigError`` saying where to open it instead."""
+    if engine.journal.durable:
+        raise ConfigError(
+            f"store={engine.journal.store!r}: a ConversationMemory over a durable session "
+            "is not pickled; the store keeps it: open ConversationMemory(store="
+            "db.session(session_id, ...)) where it is needed and it resumes exactly"
+        )
+    if engine.tiers is not None:
+        raise ConfigError(
+            "a ConversationMemory with recall=, extractor= or drift= is not pickled (an "
+            "index, an embedder); open it over a durable session where it is needed"
+        )

@@ -129,8 +129,10 @@ class Compactor:
         self.book.compacted(self.summary.segments, keep)
 
     def emergency(self, deficit: int) -> Gen[bool]:
-        """Fold the oldest history until ``deficit`` more tokens are free; whether the
-        view changed."""
+        """Fold the oldest history until ``deficit`` more tokens are free (nothing when
+        none are missing or nothing can go); whether the view changed."""
+        if deficit <= 0 or next(iter(self.view.log.evictable()), None) is None:
+            return False
         self.emergencies += 1
         view = self.view
         share = view.share(self.reserve())

@@ -13,8 +13,9 @@ sync and async methods share all of it. One path each:
   one journal append. A durable append carries the derived state a compaction made and
   is made after the view changed (tentatively: any failure drops the view, rebuilt from
   the store on next use); a plain store's append is made first (it keeps no state).
-- **context** — the view rendered (``SessionView.render``), the tiers' message inserted
-  after the system prompt, converted to the requested format. Read-only.
+- **context** — the view rendered (``SessionView.render``), the tiers placed in it
+  (``placement``: the profile after the summary, each turn's update before its user
+  message), converted to the requested format. Read-only.
 
 A compaction plans first (summarizer calls) and commits after, so a failing summarizer
 changes nothing (``Compactor``: retried on the next add).
@@ -43,7 +44,7 @@ from ._ops import into_user_turns, render_context
 from .compaction import CACHE_TURNS, Compactor
 from .intake import Intake
 from .journal import RACES, DurableJournal, PlainJournal
-from .tiers import Tiers, segment_id
+from .tiers import Tiers
 from .view import SessionView, View
 
 
@@ -302,18 +303,15 @@ class SessionEngine:
     # -- compaction ---------------------------------------------------------------------
 
     def fit(self) -> Gen[None]:
-        """On the write path (after an add, a load): when the tiers' reserve (the facts as
-        they render now, up to their share, and the recall share) does not fit beside the
-        view (facts merged in from another session, pins grown), an *emergency
-        compaction* folds the oldest history by the deficit. ``context()`` never folds."""
+        """On the write path (after an add, a load): when the tiers' reserve no longer
+        fits beside the view (facts merged from another session, pins grown), an
+        emergency compaction folds the oldest history by the deficit
+        (``Compactor.emergency``); ``context()`` never folds."""
         t = self.tiers
         if t is None or not t.shapes_context:
             return
         room = self.view.limit - (self.current().tokens - REPLY_PRIMING_TOKENS)
-        need = t.reserve()
-        if need <= room or next(iter(self.view.log.evictable()), None) is None:
-            return
-        if not (yield from self.compactor.emergency(need - room)):
+        if not (yield from self.compactor.emergency(t.reserve() - room)):
             return
         with contextlib.suppress(ConcurrentUpdate):  # another writer moved: re-read next time
             yield from self.save()
@@ -346,30 +344,16 @@ class SessionEngine:
         yield from self.load()
         v = self.current()
         prev = self._prev
-        if prev is not None:
-            kept = v.messages is prev or (
-                len(prev) <= len(v.messages) and v.messages[: len(prev)] == prev
-            )
-            self.prefix_kept = kept
-            if not kept:
-                self.prefix_breaks += 1
+        if prev is not None:  # the view's prefix (a provider's cache): did it hold?
+            self.prefix_kept = v.messages is prev or v.messages[: len(prev)] == prev
+            self.prefix_breaks += not self.prefix_kept
         self._prev = v.messages
-        t = self.tiers
         msgs = v.anthropic if format == "anthropic" and v.anthropic is not None else v.messages
+        t = self.tiers
         if t is not None and t.shapes_context:
-            in_view = {segment_id(s) for s in self.summary.segments}
-            held = self.view.log.kept()
-            in_view.update(m.id for m in held)
-            yield from t.context(
-                v,
-                query,
-                limit=self.view.limit,
-                head_tokens=self.view.head_tokens,
-                summary=self.summary.message(),
-                in_view=in_view,
-                users=_anchors(held),
-            )
-            msgs = t.placement.arrange(msgs, self.summary.message())
+            summary = self.summary.message()
+            yield from t.context(v, query, self.view, summary, self.summary.segments)
+            msgs = t.placement.arrange(msgs, summary)
             if format == "anthropic":
                 msgs = into_user_turns(msgs)
         elif query is not None:
@@ -412,11 +396,3 @@ class SessionEngine:
     def flush(self) -> Gen[None]:
         if self.tiers is not None:
             yield from self.tiers.flush()
-
-
-def _anchors(held: list[Message]) -> list[str]:
-    """Where the tiers' updates may go, oldest first: before each user message of the
-    view, or (none left: all folded) before its first message, or (an empty view) at the
-    end (``""``)."""
-    users = [m.id for m in held if m.role == "user" and m.text().strip()]
-    return users or [m.id for m in held if m.role != "system"][:1] or [""]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 from .. import _check
 from .._io import Call, Gen, LoopLock, arun, run
-from ..errors import ConcurrentUpdate, ConfigError, InvalidMessage
+from ..errors import ConcurrentUpdate, ConfigError
 from ..model import COMPRESSED_KEY, Message, PinSpec
 from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
 from ..recall.drift import DriftDetector
@@ -27,7 +28,7 @@ from ..summaries.extractor import Extractor
 from ..tokens import Tokenizer
 from ..views.budget import ContextBudget
 from ._ops import Format
-from ._options import build_engine, check_store, checked_batch
+from ._options import build_engine, built, check_picklable, check_store, checked_batch
 from .compaction import CACHE_TURNS
 from .stats import MemoryStats, snapshot
 from .tiers import RECALL_K, Tiers
@@ -36,7 +37,6 @@ from .view import SessionView
 __all__ = ["COMPRESSED_KEY", "ConversationMemory", "MemoryStats"]
 
 T = TypeVar("T")
-_FIELDS = frozenset({"id", "tokens", "name", "metadata", "created_at", "priority"})
 
 
 class ConversationMemory:
@@ -84,12 +84,12 @@ class ConversationMemory:
     - ``scorer``: ``message -> 0 | 1 | 2`` assigning each new message's priority (the
       log stores the scored message).
     - ``background``: in the async methods, commit a fallback summary at once and
-      replace it when the summarizer's arrives (``await wait()`` awaits it).
+      replace it when the summarizer's arrives (``await aflush()`` awaits it).
     - ``recall``: a ``RecallIndex`` (``AsyncRecallIndex`` for the async methods), used
       through a ``GuardedRecall`` (one per index; pass your own to set its deadline and
       breaker). Needs a store scoped to a user (``db.session(id, user_id=...)``): what
       the view evicts and each summary segment are indexed for that user in the
-      background (``flush()`` / ``await wait()``), and ``context()`` recalls the
+      background (``flush()`` / ``await aflush()``), and ``context()`` recalls the
       ``recall_k`` best snippets for its query. The user's long-term facts are read from
       and saved to the index's facts table (``recall.facts(user_id)``: current values,
       and ``history(attr)`` for "what was my old address?").
@@ -269,7 +269,7 @@ class ConversationMemory:
         )
         return ConfigError(
             f"{what}; use the async methods (aadd, aadd_messages, acontext, amessages, "
-            "aclear, wait)"
+            "aclear, aflush)"
         )
 
     def run(self, gen: Gen[T]) -> T:
@@ -284,20 +284,13 @@ class ConversationMemory:
 
     # -- public API ------------------------------------------------------------------
 
-    @staticmethod
-    def _build(role: object, content: object, fields: dict[str, Any]) -> Message:
-        for key, value in fields.items():
-            if key not in _FIELDS:
-                raise InvalidMessage(key, value, f"unknown message field; use {sorted(_FIELDS)}")
-        return Message(role=role, content=content, **fields)  # type: ignore[arg-type]
-
     def add(self, role: str, content: Any, **fields: Any) -> Message:
         """Add a message (``Message`` fields as keywords: ``priority=1``, ``name=``...).
 
         Returns the message as logged. Bad input raises ``InvalidMessage`` naming the
         field; a store error propagates and leaves the memory unchanged.
         """
-        return self.add_message(self._build(role, content, fields))
+        return self.add_message(built(role, content, fields))
 
     def add_message(self, message: Message | Mapping[str, Any]) -> Message:
         """Add a ``Message`` (or one OpenAI Chat Completions dict); see ``add``."""
@@ -400,7 +393,7 @@ class ConversationMemory:
 
     async def aadd(self, role: str, content: Any, **fields: Any) -> Message:
         """Async twin of ``add``."""
-        return await self.aadd_message(self._build(role, content, fields))
+        return await self.aadd_message(built(role, content, fields))
 
     async def aadd_message(self, message: Message | Mapping[str, Any]) -> Message:
         """Async twin of ``add_message``."""
@@ -454,10 +447,10 @@ class ConversationMemory:
         """Async twin of ``set_summary``."""
         return await self.arun(self.engine.set_summary(text))
 
-    async def wait(self) -> None:
-        """Wait for background summarizations (``background=True``) to finish; over a
-        durable session, save the summary they completed (until then the saved state
-        holds the fallback's text); then what ``flush`` does."""
+    async def aflush(self) -> None:
+        """Async twin of ``flush``; it also waits for background summarizations
+        (``background=True``) and, over a durable session, saves the summary they
+        completed (until then the saved state holds the fallback's text)."""
         await self.engine.summary.wait()
         # Only background summaries change the state outside an add (which saves its
         # own): without them a save would rewrite the whole unchanged state each call.
@@ -466,23 +459,20 @@ class ConversationMemory:
                 await self.arun(self.engine.save())
         await self.arun(self.engine.flush())
 
+    async def wait(self) -> None:
+        """Deprecated: ``aflush`` (the async twin of ``flush``, one naming convention)."""
+        warnings.warn(
+            "ConversationMemory.wait() is deprecated; use aflush()", DeprecationWarning, 2
+        )
+        await self.aflush()
+
     # -- pickling ----------------------------------------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickling a memory over an in-memory store carries its log, view and summary
         (the summarizer and tokenizer must pickle too). A memory over a durable session
         store is not pickled: the store is its persistence (``ConfigError``)."""
-        if self.engine.journal.durable:
-            raise ConfigError(
-                f"store={self._store!r}: a ConversationMemory over a durable session is "
-                "not pickled; the store keeps it: open ConversationMemory(store="
-                "db.session(session_id, ...)) where it is needed and it resumes exactly"
-            )
-        if self.engine.tiers is not None:
-            raise ConfigError(
-                "a ConversationMemory with recall=, extractor= or drift= is not pickled (an "
-                "index, an embedder); open it over a durable session where it is needed"
-            )
+        check_picklable(self.engine)
         with self._tlock:
             state = self.__dict__.copy()
         del state["_tlock"], state["_alock"]

@@ -26,24 +26,21 @@ background ingest.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import inspect
-import weakref
 from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
-from .._io import Gen, call, is_async_callable
+from .._io import Gen, call
 from ..errors import ConfigError, ConvomemError
 from ..model import COMPRESSED_KEY, Message
-from ..recall.guarded import AsyncGuardedRecall, GuardedRecall
+from ..recall.guarded import guard_of, takes_neighbours
 from ..summaries import Summary
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ._tier_render import snippets_of
 from .placement import Placement
 from .profile import Profile
-from .view import Plan, View
+from .view import Plan, SessionView, View
 
 T = TypeVar("T")
 
@@ -55,40 +52,12 @@ QA-context hit rate was 85.8% at 5, 91.7% at 8, 92.5% at 10 and 12 (bench/README
 NEIGHBOURS: Final = 1
 """Turns on each side of a recalled hit shown with it: an answer is often the reply to
 (or the question before) the turn that matched."""
-_GUARDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def segment_id(s: Summary) -> str:
     """The recall id of a summary segment (its coverage and a hash of its text)."""
     digest = hashlib.blake2b(s.text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
     return f"summary:{s.first_id}..{s.last_id}:{digest}"
-
-
-def _guarded(recall: Any) -> tuple[Any, Any]:
-    """``(searcher, index)``: a plain index is searched through a ``GuardedRecall``
-    (deadline, circuit breaker), one per index, so the memories sharing an index share
-    one breaker and no memory starts worker threads of its own."""
-    if isinstance(recall, GuardedRecall | AsyncGuardedRecall):
-        return recall, recall.index
-    try:
-        guard = _GUARDS.get(recall)
-    except TypeError:  # not weakly referable: a guard of its own
-        guard = None
-    if guard is None:
-        async_ = is_async_callable(recall.search)
-        guard = AsyncGuardedRecall(recall) if async_ else GuardedRecall(recall)
-        with contextlib.suppress(TypeError):
-            _GUARDS[recall] = guard
-    return guard, recall
-
-
-def _takes_neighbours(index: Any) -> bool:
-    """Whether ``index.search`` accepts ``neighbours=`` (a custom index may not)."""
-    try:
-        params = inspect.signature(index.search).parameters
-    except (TypeError, ValueError):
-        return False
-    return "neighbours" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 class Tiers:
@@ -118,8 +87,9 @@ class Tiers:
                     f"recall={recall!r}: needs a store scoped to a user: "
                     "store=db.session(session_id, user_id=..., tenant=...)"
                 )
-            self.searcher, self.index = _guarded(recall)
-        self.neighbours = NEIGHBOURS if recall is not None and _takes_neighbours(self.index) else 0
+            self.searcher = guard_of(recall)
+            self.index = self.searcher.index
+        self.neighbours = NEIGHBOURS if recall is not None and takes_neighbours(self.index) else 0
         self.k = recall_k
         self.extractor = extractor
         self.drift = drift
@@ -336,19 +306,19 @@ class Tiers:
         self,
         v: View,
         query: str | None,
-        *,
-        limit: int,
-        head_tokens: int,
+        view: SessionView,
         summary: Message | None,
-        in_view: set[str],
-        users: list[str],
+        segments: tuple[Summary, ...],
     ) -> Gen[None]:
         """Make this context's profile and update (``placement``): the profile frozen
-        again after a compaction, the update of the newest user message (``users[-1]``;
-        ``users``: the view's user messages) made once per query: the facts changed since
-        and the recalled snippets not in the view (``in_view``: the view's ids and the
-        segments' recall ids) nor shown yet, in the room the view leaves. Read-only;
-        records ``last_recall`` and ``split``."""
+        again after a compaction, the update of the newest user message of ``view`` made
+        once per query: the facts changed since and the recalled snippets not in the view
+        (its messages, the summary ``segments``' recall ids) nor shown yet, in the room
+        the view leaves. Read-only; records ``last_recall`` and ``split``."""
+        held = view.log.kept()
+        in_view = {segment_id(s) for s in segments} | {m.id for m in held}
+        users = anchors(held)
+        limit, head_tokens = view.limit, view.head_tokens
         p = self.placement
         h = self.profile.history if self.facts_on else None
         if p.stale:
@@ -401,6 +371,14 @@ class Tiers:
             "history": base - head_tokens - s_tok,
             "total": v.tokens + shown,
         }
+
+
+def anchors(held: list[Message]) -> list[str]:
+    """Where the updates may go, oldest first: before each user message of the view, or
+    (none left: all folded) before its first message, or (an empty view) at the end
+    (``""``)."""
+    users = [m.id for m in held if m.role == "user" and m.text().strip()]
+    return users or [m.id for m in held if m.role != "system"][:1] or [""]
 
 
 def evicted(plan: Plan) -> list[Message]:
