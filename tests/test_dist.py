@@ -55,7 +55,13 @@ def _check_contents(wheel: Path, sdist: Path) -> None:
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"convomem", wheel.name.split("-py3")[0] + ".dist-info"}, tops
     assert "convomem/py.typed" in names and "convomem/server/api_docs.py" in names
-    assert not [n for n in names if not n.endswith((".py", "py.typed")) and "dist-info" not in n]
+    data = "convomem/recall/data/"  # the static embedder's table and its NOTICE ship too
+    assert f"{data}static-minilm-64.npz" in names and f"{data}NOTICE" in names
+    assert not [
+        n
+        for n in names
+        if not n.endswith((".py", "py.typed")) and "dist-info" not in n and not n.startswith(data)
+    ]
     with tarfile.open(sdist) as tar:
         members = [m.split("/", 1)[1] for m in tar.getnames() if "/" in m]
     assert "pyproject.toml" in members and "src/convomem/__init__.py" in members

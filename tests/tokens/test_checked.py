@@ -219,7 +219,7 @@ class Nested:
 
     id = "loop"
     tokens = None
-    _counts = None
+    _counts: dict[int, int] = {}  # a memo already there (a stand-in has no slot to set)
     content = ()
 
     @property
