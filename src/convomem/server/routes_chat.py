@@ -39,7 +39,6 @@ from .._sse import encode_event
 from ..errors import ConvomemError, TransientError
 from ..formats import from_anthropic, from_openai, to_openai
 from ..model import Message
-from ..packing import Packer
 from ..session import ConversationMemory
 from ..session.turn_records import TURN_KEY, record_turn, with_usage
 from ..stores.database import SessionInfo
@@ -54,7 +53,7 @@ from .deps import (
     use_memory,
 )
 from .models import Body
-from .operations import check_message_chars, message_chars
+from .operations import check_message_chars, message_chars, trim
 from .problems import Problem, body_of, from_error, problem_body
 from .upstream import Finished, Upstream
 
@@ -179,9 +178,8 @@ async def _context(
 ) -> list[dict[str, Any]]:
     if budget is None or budget >= memory.budget:
         return await memory.acontext("openai", query=query)
-    kept = await memory.acontext("messages", query=query)
-    packed = Packer(budget=budget, tokenizer=memory.tokenizer).pack(kept)
-    return to_openai(list(packed.kept))
+    kept, _, _ = trim(memory, await memory.acontext("messages", query=query), budget)
+    return to_openai(kept)
 
 
 def _count(svc: Services, memory: ConversationMemory, before: Any) -> None:
