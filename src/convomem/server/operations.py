@@ -15,13 +15,10 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from ..errors import ConfigError
-from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
+from ..formats import from_anthropic, from_openai
 from ..model import Message
-from ..packing import Packer
-from ..session import ConversationMemory
 from ..stores.database import SessionInfo
 from ..stores.records import ID_RULE, check_id
-from ..views.budget import REPLY_PRIMING_TOKENS
 from .deps import (
     TTL_KEY,
     ApiKey,
@@ -37,7 +34,7 @@ from .deps import (
 from .deps import delete_session as remove_session
 from .models import ContextResponse, Erased, HitOut, SessionOut
 from .problems import Problem, not_found
-from .summary import accounting
+from .summary import accounting, render, trim
 
 __all__ = [
     "append",
@@ -54,7 +51,6 @@ __all__ = [
     "open_or_create",
     "search",
     "session_out",
-    "trim",
 ]
 
 Format = Literal["openai", "anthropic", "convomem"]
@@ -328,7 +324,7 @@ async def context(
             kept, tokens, left_out = trim(memory, kept, budget, user_first=format == "anthropic")
             dropped = n - len(kept)
             sent = (tokens, left_out)
-            rendered = _render(kept, format)
+            rendered = render(kept, format)
         else:
             rendered = await memory.acontext(format, query=query)
         st = memory.stats()
@@ -345,31 +341,6 @@ async def context(
         )
         last: int = memory.last_seq
         return answer, last
-
-
-def trim(
-    memory: ConversationMemory, kept: list[Message], budget: int, *, user_first: bool = False
-) -> tuple[list[Message], int, int]:
-    """``kept`` (a context's messages) packed under a ``budget`` below the session's:
-    the pinned ones and the newest that fit (``user_first``: starting at a user turn,
-    as Anthropic needs). The session counts a context as its messages plus the reply's
-    priming (``REPLY_PRIMING_TOKENS``), so the messages get the rest of ``budget``.
-    Returns the messages sent, the tokens they cost counted that way, and the tokens
-    of the messages left out."""
-    packed = Packer(
-        budget=max(1, budget - REPLY_PRIMING_TOKENS),
-        tokenizer=memory.tokenizer,
-        start_on="user" if user_first else None,
-    ).pack(kept)
-    left_out = sum(memory.tokenizer.count_message(m) for m in packed.dropped)
-    return list(packed.kept), packed.token_count + REPLY_PRIMING_TOKENS, left_out
-
-
-def _render(messages: list[Message], format: str) -> Any:
-    if format == "openai":
-        return to_openai(messages)
-    system, out = to_anthropic(messages)
-    return {"messages": out} if system is None else {"system": system, "messages": out}
 
 
 # -- users -------------------------------------------------------------------------------

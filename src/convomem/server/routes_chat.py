@@ -53,8 +53,9 @@ from .deps import (
     use_memory,
 )
 from .models import Body
-from .operations import check_message_chars, message_chars, trim
+from .operations import check_message_chars, message_chars
 from .problems import Problem, body_of, from_error, problem_body
+from .summary import trim
 from .upstream import Finished, Upstream
 
 __all__ = ["ChatRequest", "router"]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..formats import to_anthropic, to_openai
 from ..model import Message
+from ..packing import Packer
 from ..session import ConversationMemory
 from ..session.placement import is_tier_message
 from ..views.budget import REPLY_PRIMING_TOKENS
@@ -122,3 +124,30 @@ def accounting(
         split=split,
         why=why,
     )
+
+
+def trim(
+    memory: ConversationMemory, kept: list[Message], budget: int, *, user_first: bool = False
+) -> tuple[list[Message], int, int]:
+    """``kept`` (a context's messages) packed under a ``budget`` below the session's:
+    the pinned ones and the newest that fit (``user_first``: starting at a user turn,
+    as Anthropic needs). The session counts a context as its messages plus the reply's
+    priming (``REPLY_PRIMING_TOKENS``), so the messages get the rest of ``budget``.
+    Returns the messages sent, the tokens they cost counted that way, and the tokens
+    of the messages left out."""
+    packed = Packer(
+        budget=max(1, budget - REPLY_PRIMING_TOKENS),
+        tokenizer=memory.tokenizer,
+        start_on="user" if user_first else None,
+    ).pack(kept)
+    left_out = sum(memory.tokenizer.count_message(m) for m in packed.dropped)
+    return list(packed.kept), packed.token_count + REPLY_PRIMING_TOKENS, left_out
+
+
+def render(messages: list[Message], format: str) -> Any:
+    """``messages`` in ``format``: OpenAI Chat dicts, or Anthropic's
+    ``{system, messages}``."""
+    if format == "openai":
+        return to_openai(messages)
+    system, out = to_anthropic(messages)
+    return {"messages": out} if system is None else {"system": system, "messages": out}
