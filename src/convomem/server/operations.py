@@ -25,13 +25,12 @@ from .deps import (
     Services,
     expired,
     expires_at,
-    index_appended,
     session_info,
-    settle,
     ttl_of,
     use_memory,
 )
 from .deps import delete_session as remove_session
+from .indexing import index_appended, settle
 from .models import ContextResponse, Erased, HitOut, SessionOut
 from .problems import Problem, not_found
 from .summary import accounting, render, trim

@@ -46,12 +46,11 @@ from .deps import (
     ApiKey,
     Services,
     get_services,
-    index_appended,
     require_key,
     session_info,
-    settle,
     use_memory,
 )
+from .indexing import index_appended, settle
 from .models import Body
 from .operations import check_message_chars, message_chars
 from .problems import Problem, body_of, from_error, problem_body
@@ -167,7 +166,7 @@ async def _store(
 ) -> tuple[Message]:
     """Append one message as the messages route does: the memory's work awaited (what
     left the view indexed, the user's facts saved), then the message indexed for recall
-    (a recall failure fails nothing: ``deps.index_appended``)."""
+    (a recall failure fails nothing: ``indexing.index_appended``)."""
     stored = await memory.aadd_message(message)
     await settle(svc, memory)
     await index_appended(svc, key, info, [stored])
