@@ -79,8 +79,20 @@ def test_demo_prints_the_whole_summary_without_cutting_words(tmp_path: Path) -> 
     assert shown.split() == summary.text().split()  # every word, whole, in order
 
 
+def _demo_files() -> dict[str, tuple[int, int, bytes]]:
+    """The checkout's own demo database files (a ``make demo`` run by hand leaves them):
+    name -> (size, mtime, content)."""
+    return {
+        p.name: (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes())
+        for p in ROOT.glob(".convomem-demo.db*")
+    }
+
+
 def test_make_demo_runs_from_the_source_tree_without_installing(tmp_path: Path) -> None:
-    """``python -S`` skips site-packages: no installed convomem, no third-party module."""
+    """``python -S`` skips site-packages: no installed convomem, no third-party module.
+    The runs keep their session where ``$CONVOMEM_DEMO_DB`` says and leave the
+    checkout's own demo database (if a ``make demo`` made one) as it was."""
+    before = _demo_files()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT), "CONVOMEM_DEMO_DB": str(tmp_path / "d.db")}
     runs = [
         subprocess.run(
@@ -96,7 +108,8 @@ def test_make_demo_runs_from_the_source_tree_without_installing(tmp_path: Path) 
         assert proc.returncode == 0, proc.stderr
     assert "== After: ConversationMemory" in runs[0].stdout
     assert "== Resumed: session" in runs[1].stdout  # make demo run twice resumes
-    assert "== After:" not in runs[1].stdout and not list(ROOT.glob(".convomem-demo.db*"))
+    assert "== After:" not in runs[1].stdout
+    assert (tmp_path / "d.db").is_file() and _demo_files() == before
 
 
 def test_a_second_run_resumes_the_session_and_fresh_starts_over(tmp_path: Path) -> None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import re
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 import tiktoken
 from hypothesis import given, settings
@@ -69,6 +74,39 @@ def test_should_summarize_is_the_seeds_comparison(max_context: int, history: int
 def test_should_summarize_at_80_percent() -> None:
     t = TokenBudgetManager(max_context=10000, tokenizer="approx")
     assert t.should_summarize(4801) and not t.should_summarize(4800)
+
+
+REALS = st.one_of(
+    st.integers(-(10**7), 10**7),
+    st.floats(allow_nan=False),
+    st.fractions(max_denominator=10**4),
+    st.decimals(allow_nan=False, places=3),
+    st.integers(0, 10**6).map(np.int64),
+    st.floats(allow_nan=False, width=32).map(np.float32),
+)
+
+
+@settings(max_examples=200)
+@given(max_context=st.integers(1, 10**6), history=REALS)
+def test_should_summarize_compares_any_real_number_as_the_seed_does(
+    max_context: int, history: Any
+) -> None:
+    t = TokenBudgetManager(max_context=max_context, tokenizer="approx")
+    assert t.should_summarize(history) is bool(history > t.history_budget * 0.8)
+
+
+def test_should_summarize_takes_the_seeds_own_float_estimates() -> None:
+    t = TokenBudgetManager(tokenizer="approx")  # history_budget 76800: the threshold 61440.0
+    assert t.should_summarize(76800 * 0.8 + 1) and not t.should_summarize(76800 * 0.8)
+    assert t.should_summarize(Fraction(122881, 2)) and not t.should_summarize(Decimal("61440"))
+    assert t.should_summarize(math.inf) and not t.should_summarize(-math.inf)
+
+
+@pytest.mark.parametrize("value", [math.nan, Decimal("NaN"), Decimal("sNaN"), True, "3", None, 1j])
+def test_should_summarize_refuses_what_is_not_a_real_number(value: Any) -> None:
+    t = TokenBudgetManager(tokenizer="approx")
+    with pytest.raises(ConfigError, match=rf"^history_tokens={re.escape(repr(value))}: must be a"):
+        t.should_summarize(value)
 
 
 @settings(max_examples=40)

@@ -157,6 +157,10 @@ def test_messages_the_embedder_could_not_index_are_indexed_once_it_answers(
     assert hits and "5512" in hits[0]["text"]
     texts = {hit["text"] for hit in search(client, h, "ana", "dentist Friday").json()["hits"]}
     assert TURNS[3] in texts
+    # the messages that waited were indexed with the seqs the log gave them
+    log = client.get("/v1/sessions/s1/messages", headers=h).json()["messages"]
+    hits = search(client, h, "ana", "locker dentist invoice").json()["hits"]
+    assert {x["message_id"]: x["seq"] for x in hits} == {m["id"]: m["seq"] for m in log}
 
 
 @pytest.mark.parametrize("erase", ["session", "user"])

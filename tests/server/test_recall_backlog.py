@@ -21,15 +21,23 @@ class Index:
 
     def __init__(self) -> None:
         self.added: list[tuple[str, str, str, list[str]]] = []
+        self.seqs: list[list[int] | None] = []
         self.down = False
 
     async def add(
-        self, messages: list[Message], *, user_id: str, session_id: str, tenant: str
+        self,
+        messages: list[Message],
+        *,
+        user_id: str,
+        session_id: str,
+        tenant: str,
+        seqs: list[int] | None = None,
     ) -> int:
         await asyncio.sleep(0)
         if self.down:
             raise TransientError("the embedder is down")
         self.added.append((tenant, user_id, session_id, [m.id for m in messages]))
+        self.seqs.append(seqs)
         return len(messages)
 
 
@@ -129,3 +137,12 @@ def test_bad_options_are_config_errors() -> None:
         RecallBacklog(limit=0)
     with pytest.raises(ConfigError, match="per_drain="):
         RecallBacklog(per_drain=0)
+
+
+def test_a_waiting_batch_keeps_the_seqs_it_was_put_with() -> None:
+    backlog, index = RecallBacklog(), Index()
+    backlog.put("t1", "u1", "s1", batch("a", "b"), [7, 8])
+    backlog.put("t1", "u1", "s1", batch("c"))  # a replay: no seq known
+    assert asyncio.run(backlog.drain(index, always)) == 3
+    assert index.added == [("t1", "u1", "s1", ["a", "b"]), ("t1", "u1", "s1", ["c"])]
+    assert index.seqs == [[7, 8], None]

@@ -7,6 +7,10 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
+from convomem.formats import from_openai
+from convomem.tokens import get_tokenizer
+from convomem.views import REPLY_PRIMING_TOKENS
+
 Key = Callable[[str], dict[str, str]]
 
 
@@ -146,3 +150,54 @@ def test_a_smaller_budget_leaves_the_oldest_kept_messages_out(
     assert "budget" in small["accounting"]["why"]
     assert small["accounting"]["tokens"] <= small["accounting"]["budget"] == 60
     assert small["accounting"]["tokens"] < full["accounting"]["tokens"]
+
+
+def test_a_smaller_budgets_accounting_is_of_what_is_sent(
+    make_client: Callable[..., TestClient], make_key: Key
+) -> None:
+    """Every figure of ``/context?budget=`` below the session's is of the context
+    returned: ``tokens`` (its messages counted one by one, plus the reply's priming),
+    ``split`` (its parts add up to it; the history loses what was left out), ``fits``,
+    ``kept`` and why. With recall on, the facts and recall tiers are in the context."""
+    client = make_client(budget=600, recall_deadline=None, rate_per_second=0)
+    h = make_key("acme")
+    tok = get_tokenizer("approx")
+    first = [{"role": "system", "content": "You are terse."}]
+    first += [{"role": "user", "content": "I live in Lisbon. I am allergic to peanuts."}]
+    first += [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"parcel {i} weather " * 6}
+        for i in range(40)
+    ]
+    for sid, msgs in (("s1", first), ("s2", first[:1] + first[2:24])):
+        client.post("/v1/sessions", json={"id": sid, "user_id": "ana"}, headers=h)
+        r = client.post(f"/v1/sessions/{sid}/messages", json={"messages": msgs}, headers=h)
+        assert r.status_code == 201, r.text
+    query = {"query": "parcel 3 weather"}
+    full = client.get("/v1/sessions/s2/context", params=query, headers=h).json()
+    whole = full["accounting"]
+    assert whole["split"]["facts"] > 0 and whole["split"]["recall"] > 0  # the tiers are on
+    seen_trimmed = seen_over = False
+    for budget in range(20, 620, 20):
+        r = client.get("/v1/sessions/s2/context", params=query | {"budget": budget}, headers=h)
+        assert r.status_code == 200, r.text
+        ctx, acc = r.json()["context"], r.json()["accounting"]
+        sent = from_openai(ctx)
+        counted = sum(tok.count_message(m) for m in sent) + REPLY_PRIMING_TOKENS
+        split = acc["split"]
+        assert acc["budget"] == budget and acc["tokens"] == counted == split["total"]
+        parts = ("system", "facts", "recall", "summary", "history")
+        assert sum(split[p] for p in parts) + REPLY_PRIMING_TOKENS == split["total"]
+        assert acc["fits"] == (counted <= budget)
+        assert split["limit"] == min(budget, 600) - REPLY_PRIMING_TOKENS
+        log_ids = {
+            m["id"] for m in client.get("/v1/sessions/s2/messages", headers=h).json()["messages"]
+        }
+        assert acc["kept"] == [m.id for m in sent if m.id in log_ids]
+        left_out = [m for m in from_openai(full["context"]) if m.id in log_ids - set(acc["kept"])]
+        lost = sum(tok.count_message(m) for m in left_out)
+        assert split["history"] == whole["split"]["history"] - lost
+        assert ("budget" in acc["why"]) == (budget < 600)
+        assert ("fits" in acc["why"]) == (not acc["fits"])
+        seen_trimmed |= bool(left_out) and acc["fits"]
+        seen_over |= not acc["fits"]
+    assert seen_trimmed and seen_over  # some budgets trim the history, some are too small

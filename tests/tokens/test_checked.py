@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -219,7 +219,7 @@ class Nested:
 
     id = "loop"
     tokens = None
-    _counts: dict[int, int] = {}  # a memo already there (a stand-in has no slot to set)
+    _counts: ClassVar[dict[int, int]] = {}  # a memo already there (a stand-in has no slot to set)
     content = ()
 
     @property

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from numbers import Real
 from typing import Any, Final
 
 from .._check import integer
-from ..errors import ConfigError, InvalidMessage
+from ..errors import ConfigError, InvalidMessage, bounded_repr
 from ..tokens import PER_MESSAGE_TOKENS, TiktokenTokenizer, Tokenizer, get_tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS, ContextBudget
 from ._models import model_tokenizer
@@ -123,9 +125,21 @@ class TokenBudgetManager:
         used = integer("system_tokens", system_tokens, minimum=0)
         return max(0, self.max_context - used - self.response_budget)
 
-    def should_summarize(self, history_tokens: int) -> bool:
-        """True when history is over 80% of the history share."""
-        return self.budget.should_summarize(history_tokens)
+    def should_summarize(self, history_tokens: float | Decimal) -> bool:
+        """True when history is over 80% of the history share.
+
+        The seed's comparison, ``history_tokens > history_budget * 0.8``, for any real
+        number: an int, a float (an estimate such as ``76800 * 0.8 + 1``), a
+        ``Fraction``, a ``Decimal``, numpy's numbers. A bool, NaN or anything else is a
+        ``ConfigError`` naming the value.
+        """
+        value = history_tokens
+        if isinstance(value, bool) or not isinstance(value, Real | Decimal):
+            raise ConfigError(f"history_tokens={bounded_repr(value)}: must be a real number")
+        if value.is_nan() if isinstance(value, Decimal) else value != value:
+            raise ConfigError(f"history_tokens={bounded_repr(value)}: must be a real number")
+        threshold = self.history_budget * self.SUMMARIZE_AT
+        return bool(value > threshold)
 
     def __repr__(self) -> str:
         return (

@@ -14,6 +14,10 @@ first, at most ``per_drain`` messages a request so no request pays for a long ou
 - **Per process, in memory**: a process that stops forgets its backlog (the messages
   stay in the log; recall misses them). Indexing is idempotent (an indexed id is
   skipped), so two requests draining the same batch do no harm.
+
+Appended messages are indexed with the seqs the log gave them (``with_seqs``), so a hit
+on one of them brings its neighbouring turns (``RecallIndex.search(neighbours=)``); a
+batch keeps its seqs while it waits.
 """
 
 from __future__ import annotations
@@ -25,8 +29,35 @@ from typing import Any
 
 from .. import _check
 from ..model import Message
+from ..recall.guarded import OUTAGES
 
-__all__ = ["RecallBacklog"]
+__all__ = ["RecallBacklog", "with_seqs"]
+
+Batch = tuple[list[Message], list[int] | None]
+"""Messages to index and their seqs (None: not known)."""
+
+
+async def with_seqs(store: Any, messages: Sequence[Message], after: int) -> list[Batch]:
+    """``messages`` (just appended to ``store``'s session, whose newest seq was ``after``
+    before) as batches to index: those the log holds above ``after``, with their seqs,
+    read newest first (O(messages appended since)); the others (a replay of messages
+    stored before) without. An outage while reading gives them all without."""
+    want = {m.id for m in messages}
+    seqs: dict[str, int] = {}
+    cursor: str | None = None
+    try:
+        while len(seqs) < len(want):
+            page, cursor = await store.entries(cursor, min(len(want), 500), newest_first=True)
+            fresh = [e for e in page if e.seq > after]
+            seqs.update((e.message.id, e.seq) for e in fresh if e.message.id in want)
+            if cursor is None or len(fresh) < len(page):
+                break
+    except OUTAGES:
+        seqs = {}
+    known = [m for m in messages if m.id in seqs]
+    rest = [m for m in messages if m.id not in seqs]
+    out: list[Batch] = [(known, [seqs[m.id] for m in known])] if known else []
+    return out + ([(rest, None)] if rest else [])
 
 
 @dataclass(eq=False, slots=True)
@@ -35,6 +66,7 @@ class _Batch:
     user_id: str
     session_id: str
     messages: list[Message]
+    seqs: list[int] | None
 
 
 class RecallBacklog:
@@ -53,12 +85,19 @@ class RecallBacklog:
         return self._size
 
     def put(
-        self, tenant: str | None, user_id: str, session_id: str, messages: Sequence[Message]
+        self,
+        tenant: str | None,
+        user_id: str,
+        session_id: str,
+        messages: Sequence[Message],
+        seqs: Sequence[int] | None = None,
     ) -> None:
-        """Keep ``messages`` of ``session_id`` to index later (the oldest dropped when full)."""
+        """Keep ``messages`` of ``session_id`` (with their ``seqs``, when known) to index
+        later (the oldest dropped when full)."""
         if not messages:
             return
-        self._batches.append(_Batch(tenant, user_id, session_id, list(messages)))
+        kept = None if seqs is None else list(seqs)
+        self._batches.append(_Batch(tenant, user_id, session_id, list(messages), kept))
         self._size += len(messages)
         while self._size > self.limit:
             gone = self._batches.popleft()
@@ -101,6 +140,7 @@ class RecallBacklog:
                     user_id=batch.user_id,
                     session_id=batch.session_id,
                     tenant=batch.tenant,
+                    seqs=batch.seqs,
                 )
                 done += len(batch.messages)
             self._remove(batch)

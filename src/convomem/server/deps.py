@@ -13,9 +13,9 @@ session's memory resumed from the store.
   process's ``MemoryCache`` instead (one lock per session): reused while the session's
   info shows it current, so a request skips the resume; replicas still see each other's
   writes (a moved seq or state version drops the cached memory).
-- ``settle`` / ``index_appended``: after an append, the memory's background work and the
-  new messages indexed for recall; a recall failure never fails the append (the
-  messages wait in the ``RecallBacklog``).
+
+After an append, ``indexing`` settles the memory's background work and indexes the new
+messages for recall.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from ..errors import (
     StoreError,
     TransientError,
 )
-from ..model import Message
-from ..recall.guarded import OUTAGES
 from ..session import ConversationMemory
 from ..stores.database import AsyncSessionStore, AsyncStoreDatabase, SessionInfo
 from ..stores.expiry import TTL_KEY, expired, expires_at, ttl_of
@@ -57,11 +55,9 @@ __all__ = [
     "expired",
     "expires_at",
     "get_services",
-    "index_appended",
     "open_memory",
     "require_key",
     "session_info",
-    "settle",
     "ttl_of",
     "use_memory",
 ]
@@ -355,57 +351,6 @@ async def _expired_sessions(
     except (StoreError, TransientError, OSError):
         return None
     return gone
-
-
-async def settle(services: Services, memory: ConversationMemory) -> None:
-    """``memory.aflush()`` after an append: what left the view indexed, the user's facts
-    saved. The messages are stored: a recall failure here (``OUTAGES``) is logged, and
-    the wait is made once more, so the facts save that follows the index's
-    report still runs (what the memory handed the index this time is not indexed)."""
-    for attempt in (1, 2):
-        try:
-            await memory.aflush()
-            return
-        except OUTAGES as exc:
-            if attempt == 2:
-                log.warning("recall: background indexing failed again: %s", exc)
-            else:
-                log.warning("recall: background indexing failed: %s", exc)
-
-
-async def index_appended(
-    services: Services, key: ApiKey, info: SessionInfo, messages: list[Message]
-) -> None:
-    """Index appended ``messages`` for recall (each once: O(new messages)), then what
-    earlier appends could not. A failure (``OUTAGES``: the embedder down, slow or
-    rate-limited, the index's database) fails nothing: the messages are stored; they
-    wait in ``services.backlog`` for a later append (``RecallBacklog``)."""
-    recall, backlog = services.recall, services.backlog
-    if recall is None or info.user_id is None or not messages:
-        return
-    try:
-        await recall.add(
-            messages, user_id=info.user_id, session_id=info.session_id, tenant=key.tenant
-        )
-    except OUTAGES as exc:
-        if not backlog:
-            log.warning("recall: indexing failed, appended messages wait to be indexed: %s", exc)
-        backlog.put(key.tenant, info.user_id, info.session_id, messages)
-        services.metrics.add("recall_ingest_failures", len(messages))
-        return
-    if backlog:
-
-        async def exists(tenant: str | None, session_id: str) -> bool:
-            found = await services.db.session(session_id, tenant=tenant).info()
-            return found is not None and not expired(found)
-
-        try:
-            await backlog.drain(recall, exists)
-        except OUTAGES as exc:
-            log.warning("recall: indexing the waiting messages failed: %s", exc)
-        else:
-            if not backlog:
-                log.info("recall: the messages that waited are indexed")
 
 
 def new_state(app_state: Any, settings: Settings) -> None:

@@ -15,9 +15,8 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from ..errors import ConfigError
-from ..formats import from_anthropic, from_openai, to_anthropic, to_openai
+from ..formats import from_anthropic, from_openai
 from ..model import Message
-from ..packing import Packer
 from ..stores.database import SessionInfo
 from ..stores.records import ID_RULE, check_id
 from .deps import (
@@ -26,16 +25,15 @@ from .deps import (
     Services,
     expired,
     expires_at,
-    index_appended,
     session_info,
-    settle,
     ttl_of,
     use_memory,
 )
 from .deps import delete_session as remove_session
+from .indexing import index_appended, settle
 from .models import ContextResponse, Erased, HitOut, SessionOut
 from .problems import Problem, not_found
-from .summary import accounting
+from .summary import accounting, render, trim
 
 __all__ = [
     "append",
@@ -321,15 +319,11 @@ async def context(
         dropped = 0
         sent: tuple[int, bool] | None = None
         if budget is not None and budget < memory.budget:
-            packed = Packer(
-                budget=budget,
-                tokenizer=memory.tokenizer,
-                start_on="user" if format == "anthropic" else None,
-            ).pack(kept)
-            dropped = len(kept) - len(packed.kept)
-            kept = list(packed.kept)
-            sent = (packed.token_count, packed.fits)
-            rendered = _render(kept, format)
+            n = len(kept)
+            kept, tokens, left_out = trim(memory, kept, budget, user_first=format == "anthropic")
+            dropped = n - len(kept)
+            sent = (tokens, left_out)
+            rendered = render(kept, format)
         else:
             rendered = await memory.acontext(format, query=query)
         st = memory.stats()
@@ -346,13 +340,6 @@ async def context(
         )
         last: int = memory.last_seq
         return answer, last
-
-
-def _render(messages: list[Message], format: str) -> Any:
-    if format == "openai":
-        return to_openai(messages)
-    system, out = to_anthropic(messages)
-    return {"messages": out} if system is None else {"system": system, "messages": out}
 
 
 # -- users -------------------------------------------------------------------------------

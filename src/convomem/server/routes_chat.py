@@ -39,7 +39,6 @@ from .._sse import encode_event
 from ..errors import ConvomemError, TransientError
 from ..formats import from_anthropic, from_openai, to_openai
 from ..model import Message
-from ..packing import Packer
 from ..session import ConversationMemory
 from ..session.turn_records import TURN_KEY, record_turn, with_usage
 from ..stores.database import SessionInfo
@@ -47,15 +46,15 @@ from .deps import (
     ApiKey,
     Services,
     get_services,
-    index_appended,
     require_key,
     session_info,
-    settle,
     use_memory,
 )
+from .indexing import index_appended, settle
 from .models import Body
 from .operations import check_message_chars, message_chars
 from .problems import Problem, body_of, from_error, problem_body
+from .summary import trim
 from .upstream import Finished, Upstream
 
 __all__ = ["ChatRequest", "router"]
@@ -167,7 +166,7 @@ async def _store(
 ) -> tuple[Message]:
     """Append one message as the messages route does: the memory's work awaited (what
     left the view indexed, the user's facts saved), then the message indexed for recall
-    (a recall failure fails nothing: ``deps.index_appended``)."""
+    (a recall failure fails nothing: ``indexing.index_appended``)."""
     stored = await memory.aadd_message(message)
     await settle(svc, memory)
     await index_appended(svc, key, info, [stored])
@@ -179,9 +178,8 @@ async def _context(
 ) -> list[dict[str, Any]]:
     if budget is None or budget >= memory.budget:
         return await memory.acontext("openai", query=query)
-    kept = await memory.acontext("messages", query=query)
-    packed = Packer(budget=budget, tokenizer=memory.tokenizer).pack(kept)
-    return to_openai(list(packed.kept))
+    kept, _, _ = trim(memory, await memory.acontext("messages", query=query), budget)
+    return to_openai(kept)
 
 
 def _count(svc: Services, memory: ConversationMemory, before: Any) -> None:

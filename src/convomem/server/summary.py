@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..formats import to_anthropic, to_openai
 from ..model import Message
+from ..packing import Packer
 from ..session import ConversationMemory
 from ..session.placement import is_tier_message
+from ..views.budget import REPLY_PRIMING_TOKENS
 from .models import Accounting, SummaryOut
 
 
@@ -22,11 +25,17 @@ def accounting(
     query: str | None = None,
     recalled: list[dict[str, Any]] | None = None,
     dropped: int = 0,
-    packed: tuple[int, bool] | None = None,
+    packed: tuple[int, int] | None = None,
 ) -> Accounting:
-    """The accounting of ``kept`` (the context's messages) under ``memory``;
-    ``packed``: the tokens and fit of ``kept`` when it was packed under a ``budget``
-    below the session's (then ``tokens`` is what is sent, ``split`` the session's)."""
+    """The accounting of ``kept`` (the context's messages) under ``memory``.
+
+    ``packed``: when ``kept`` was packed under a ``budget`` below the session's, the
+    tokens it costs (its messages and the reply's priming, as the session counts) and
+    the tokens of the ``dropped`` messages left out for it. Then every figure is of
+    what is sent: ``tokens``, ``fits`` (``tokens <= budget``) and ``split``, whose
+    ``history`` and ``total`` lose what was left out and whose ``limit`` is this
+    request's.
+    """
     st = memory.stats()
     summary_message = memory.summary.message()
     summary_id = None if summary_message is None else summary_message.id
@@ -52,13 +61,29 @@ def accounting(
         "unsummarized messages are left out of this context to keep it under budget"
     if st.waiting:
         why["waiting"] = "their tool call has no result yet; they are sent with it"
-    if not st.fits:
+    split = dict(st.budget_split or {})
+    tokens: int = split.get("total", st.context_tokens)
+    fits = st.fits
+    if packed is not None:
+        assert budget is not None
+        tokens, left_out = packed
+        fits = st.fits and tokens <= budget
+        if split:
+            split.update(
+                limit=budget - REPLY_PRIMING_TOKENS,
+                history=split["history"] - left_out,
+                total=split["total"] - left_out,
+            )
+    if not fits:
         why["fits"] = "the pinned messages alone exceed the budget; they are sent anyway"
     if dropped:
         why["budget"] = (
             f"budget={budget} is below the session's {memory.budget}: {dropped} more of the "
             "oldest kept messages were left out for this request only"
         )
+    elif packed is not None:
+        also = "the context fits it as it is" if fits else "nothing more could be left out"
+        why["budget"] = f"budget={budget} is below the session's {memory.budget}: {also}"
     elif budget is not None and budget > memory.budget:
         why["budget"] = (
             f"budget={budget} is above the session's {memory.budget}, which the session's "
@@ -84,10 +109,8 @@ def accounting(
         why["summarized"] += "; the summarizer failed (its fallback's summary stands in)"
     return Accounting(
         budget=memory.budget if budget is None else min(budget, memory.budget),
-        tokens=(st.budget_split or {}).get("total", st.context_tokens)
-        if packed is None
-        else packed[0],
-        fits=st.fits if packed is None else st.fits and packed[1],
+        tokens=tokens,
+        fits=fits,
         log_messages=st.log_messages,
         kept=[m.id for m in kept if m.id != summary_id and not is_tier_message(m)],
         summarized=st.summarized_messages,
@@ -98,6 +121,33 @@ def accounting(
         recalled=hits,
         recall_status=status,
         facts=dict(st.facts) if st.facts is not None else None,
-        split=dict(st.budget_split or {}),
+        split=split,
         why=why,
     )
+
+
+def trim(
+    memory: ConversationMemory, kept: list[Message], budget: int, *, user_first: bool = False
+) -> tuple[list[Message], int, int]:
+    """``kept`` (a context's messages) packed under a ``budget`` below the session's:
+    the pinned ones and the newest that fit (``user_first``: starting at a user turn,
+    as Anthropic needs). The session counts a context as its messages plus the reply's
+    priming (``REPLY_PRIMING_TOKENS``), so the messages get the rest of ``budget``.
+    Returns the messages sent, the tokens they cost counted that way, and the tokens
+    of the messages left out."""
+    packed = Packer(
+        budget=max(1, budget - REPLY_PRIMING_TOKENS),
+        tokenizer=memory.tokenizer,
+        start_on="user" if user_first else None,
+    ).pack(kept)
+    left_out = sum(memory.tokenizer.count_message(m) for m in packed.dropped)
+    return list(packed.kept), packed.token_count + REPLY_PRIMING_TOKENS, left_out
+
+
+def render(messages: list[Message], format: str) -> Any:
+    """``messages`` in ``format``: OpenAI Chat dicts, or Anthropic's
+    ``{system, messages}``."""
+    if format == "openai":
+        return to_openai(messages)
+    system, out = to_anthropic(messages)
+    return {"messages": out} if system is None else {"system": system, "messages": out}
