@@ -26,8 +26,6 @@ from convomem.summaries.specs import (
     summarizer_from,
 )
 
-pytest.importorskip("openai")
-
 # The client's timeout (the models' retries also stop once that many seconds have gone
 # by): generous (a hang guard) where the fake answers at once, so a loaded machine changes
 # no outcome; short under the "timeout" fault, where the fake holds its answer until
