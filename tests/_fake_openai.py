@@ -15,8 +15,8 @@
 
 Faults, per kind (``chat`` / ``embeddings``), set with ``fail(kind, mode, times=None)``
 (``times``: that many requests fail, then it answers again; None: until ``heal``):
-``"timeout"`` (the answer waits ``delay`` seconds, past a short client timeout; the
-wait ends at teardown), ``"429"`` (with ``Retry-After: retry_after``), ``"500"``,
+``"timeout"`` (the answer waits ``delay`` seconds, by default until teardown: a client
+with any timeout gives up first, however loaded the machine), ``"429"`` (with ``Retry-After: retry_after``), ``"500"``,
 ``"malformed"`` (a 200 whose body is cut-off JSON) and ``"garbage"`` (well-formed
 JSON that is not the answer asked for: a completion whose content is null). Every
 request's path and body is kept in ``requests``; ``count(kind)`` counts them.
@@ -49,8 +49,8 @@ class _Fault:
 
 @dataclass
 class FakeOpenAI:
-    delay: float = 2.0
-    """Seconds a ``timeout`` answer waits (set the client's timeout well below it)."""
+    delay: float | None = None
+    """Seconds a ``timeout`` answer waits (None: until teardown)."""
     retry_after: str = "0"
     """The ``Retry-After`` of a 429 answer."""
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)

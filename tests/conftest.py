@@ -4,12 +4,25 @@ Tests live in folders that mirror ``src/convomem``; shared helpers (``_packing_s
 sit here, so this folder is put on ``sys.path`` for them.
 """
 
+import gc
 import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Collection allocates millions of short-lived objects (assertion rewriting's syntax trees,
+# strategies, parameters) beside a large heap of imported modules, which the cyclic GC
+# would rescan again and again (a third of collection's time). It is off until collection
+# ends; then what collection made is frozen (the tests' collections never rescan it).
+gc.disable()
+
+
+def pytest_collection_finish() -> None:
+    gc.freeze()
+    gc.enable()
+
 
 # No "explain" phase: its line tracer makes shrinking a failure many times slower on a
 # loaded machine, and the minimal failing example is what a reader needs.
@@ -33,3 +46,6 @@ from _store_backends import (  # noqa: E402, F401
     sqlite_file,
     sqlite_memory,
 )
+
+# The tiers (markers server, browser, slow): see _tiers.py.
+from _tiers import pytest_collection_modifyitems, pytest_configure  # noqa: E402, F401

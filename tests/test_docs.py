@@ -175,9 +175,13 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
 
 
 RUN = [c for c in CHAINS if "elsewhere" not in c.markers]  # the others: ELSEWHERE runs them
+# a chain that talks to the service needs a convomem serve process: the server tier
+SERVED = pytest.mark.server
 
 
-@pytest.mark.parametrize("chain", RUN, ids=[c.id for c in RUN])
+@pytest.mark.parametrize(
+    "chain", [pytest.param(c, id=c.id, marks=[SERVED] * ("service" in c.markers)) for c in RUN]
+)
 def test_the_block_runs(
     chain: Chain, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,8 +18,6 @@ from _fake_openai import FakeOpenAI, start
 from _servers_app import Launcher, create_key, serve_app  # noqa: F401
 from _servers_redis import free_port
 
-pytest.importorskip("openai")
-
 TURNS = [
     "Hi, I'm Ana. My name is Ana. codeword: falcon",
     "The parcel 4471 went to Lisbon instead of Porto, can you check the courier?",

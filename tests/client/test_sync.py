@@ -22,7 +22,7 @@ from convomem.errors import ConcurrentUpdate, InvalidMessage, MessageConflict
 from convomem.model import Message
 
 
-@pytest.fixture(params=["in-process", "process"])
+@pytest.fixture(params=["in-process", pytest.param("process", marks=pytest.mark.server)])
 def svc(request: pytest.FixtureRequest) -> Service:
     return request.getfixturevalue("service" if request.param == "in-process" else "served")
 

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from llama_index.core.base.llms import types as li
 
+from _lazy import lazy
 from convomem import Message
 from convomem.errors import InvalidMessage, MissingDependency, NotAMessage
 from convomem.formats.llamaindex import from_llamaindex, to_llamaindex
 from convomem.model import TextBlock, ToolResultBlock, ToolUseBlock, is_derived_id
 
+li = lazy("llama_index.core.base.llms.types")
 EXAMPLES = int(os.environ.get("CONVOMEM_FORMAT_EXAMPLES", "60"))
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 kwargs = st.dictionaries(st.sampled_from(["a", "b"]), st.integers() | texts, max_size=2)

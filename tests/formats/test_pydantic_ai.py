@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic_ai import messages as pm
 
+from _lazy import lazy
 from convomem import ConversationMemory, Message
 from convomem.errors import InvalidMessage, MissingDependency, NotAMessage
 from convomem.formats.pydantic_ai import MARK, from_pydantic_ai, key, model_key, to_pydantic_ai
 from convomem.model import TextBlock, ToolResultBlock, ToolUseBlock, is_derived_id
 
+pm = lazy("pydantic_ai.messages")
 EXAMPLES = int(os.environ.get("CONVOMEM_FORMAT_EXAMPLES", "60"))
-TA = pm.ModelMessagesTypeAdapter
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -36,7 +36,7 @@ args = st.one_of(
 
 
 def dump(messages: list[Any]) -> list[Any]:
-    return TA.dump_python(messages, mode="json")
+    return pm.ModelMessagesTypeAdapter.dump_python(messages, mode="json")
 
 
 @st.composite
@@ -155,7 +155,7 @@ def test_a_views_subsequence_is_valid_pydantic_ai(history: list[Any], data: st.D
         if kept:
             view.append(m)
     back = to_pydantic_ai(view)
-    TA.validate_python(dump(back))
+    pm.ModelMessagesTypeAdapter.validate_python(dump(back))
     returns = [p for r in back for p in r.parts if isinstance(p, pm.ToolReturnPart)]
     called = {
         p.tool_call_id: p.tool_name
@@ -225,7 +225,7 @@ def test_convomem_messages_come_back_the_same(rows: list[Any], with_tool: bool) 
     theirs = to_pydantic_ai(ours)
     assert all(isinstance(t.metadata, dict) and MARK in t.metadata for t in theirs)
     assert from_pydantic_ai(theirs) == ours
-    assert from_pydantic_ai(TA.validate_python(dump(theirs))) == ours
+    assert from_pydantic_ai(pm.ModelMessagesTypeAdapter.validate_python(dump(theirs))) == ours
 
 
 def test_bad_input_is_named() -> None:

@@ -16,22 +16,31 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
-from llama_index.core.llms import MockFunctionCallingLLM
-from llama_index.core.memory import ChatMemoryBuffer
-from llama_index.core.storage.chat_store import SimpleChatStore
-from llama_index.core.tools import FunctionTool
 
+from _lazy import lazy
 from convomem import aopen_store, open_store
 from convomem.errors import ConfigError, InvalidMessage
-from convomem.integrations.llamaindex import ConvomemChatStore, ConvomemMemory
 from convomem.recall import AsyncRecallIndex, RecallIndex
+
+if TYPE_CHECKING:
+    from llama_index.core.base.llms.types import ChatMessage
+
+    from convomem.integrations.llamaindex import ConvomemMemory
+
+# LlamaIndex (and the adapter, which subclasses its types), imported by the tests that run
+adapter = lazy("convomem.integrations.llamaindex")
+li = lazy("llama_index.core.base.llms.types")
+workflow, llms, memories = (
+    lazy("llama_index.core.agent.workflow"),
+    lazy("llama_index.core.llms"),
+    lazy("llama_index.core.memory"),
+)
+chat_stores, tools = lazy("llama_index.core.storage.chat_store"), lazy("llama_index.core.tools")
 
 # FunctionAgent's construction inspects its own (pydantic) members: LlamaIndex's warnings
 pytestmark = pytest.mark.filterwarnings(
@@ -59,13 +68,13 @@ class Script:
         n = len(self.calls)
         last = messages[-1]
         if last.role.value == "tool":
-            return ChatMessage(role="assistant", content=f"The tool said: {last.content}")
+            return li.ChatMessage(role="assistant", content=f"The tool said: {last.content}")
         if last.role.value == "user" and (match := WEATHER.search(last.content or "")):
-            call = ToolCallBlock(
+            call = li.ToolCallBlock(
                 tool_call_id=f"call-{n}", tool_name="weather", tool_kwargs={"city": match[1]}
             )
-            return ChatMessage(role="assistant", blocks=[call])
-        return ChatMessage(role="assistant", content=f"Noted ({n}).")
+            return li.ChatMessage(role="assistant", blocks=[call])
+        return li.ChatMessage(role="assistant", content=f"Noted ({n}).")
 
 
 def problems(messages: Sequence[ChatMessage]) -> list[str]:
@@ -80,7 +89,7 @@ def problems(messages: Sequence[ChatMessage]) -> list[str]:
             open_calls.discard(cid)
             continue
         out += [f"unanswered: {c}" for c in open_calls]
-        open_calls = {b.tool_call_id for b in m.blocks if isinstance(b, ToolCallBlock)}
+        open_calls = {b.tool_call_id for b in m.blocks if isinstance(b, li.ToolCallBlock)}
     return out + [f"unanswered: {c}" for c in open_calls]
 
 
@@ -96,13 +105,13 @@ def user_turn(i: int) -> str:
 async def test_function_agent_runs_with_tools_and_a_restart(tmp_path: Path, mode: str) -> None:
     url = f"sqlite:///{tmp_path}/agent.db"
     script = Script()
-    llm = MockFunctionCallingLLM(response_generator=script)
-    agent = FunctionAgent(tools=[FunctionTool.from_defaults(weather)], llm=llm)
+    llm = llms.MockFunctionCallingLLM(response_generator=script)
+    agent = workflow.FunctionAgent(tools=[tools.FunctionTool.from_defaults(weather)], llm=llm)
 
     async def open_memory() -> tuple[Any, ConvomemMemory]:
         db = await aopen_store(url) if mode == "async" else open_store(url)
         recall = AsyncRecallIndex(db) if mode == "async" else RecallIndex(db)
-        memory = ConvomemMemory.from_defaults(
+        memory = adapter.ConvomemMemory.from_defaults(
             db=db,
             session_id="s1",
             user_id="petra",
@@ -123,7 +132,7 @@ async def test_function_agent_runs_with_tools_and_a_restart(tmp_path: Path, mode
     assert "Petra" in str(script.calls[-1]) and "teal" in str(script.calls[-1])
     log = await memory.aget_all()
     assert sum(m.role.value == "user" for m in log) == RUNS
-    calls = [b for m in log for b in m.blocks if isinstance(b, ToolCallBlock)]
+    calls = [b for m in log for b in m.blocks if isinstance(b, li.ToolCallBlock)]
     results = [m for m in log if m.role.value == "tool"]
     assert len(calls) == len(results) == sum(i % 3 == 1 for i in range(RUNS))
     assert problems(log) == []
@@ -141,22 +150,27 @@ async def test_function_agent_runs_with_tools_and_a_restart(tmp_path: Path, mode
 
 def test_put_get_set_reset() -> None:
     with open_store("sqlite://") as db:
-        memory = ConvomemMemory.from_defaults(db=db, session_id="s", budget=300)
-        memory.put(ChatMessage(role="user", content="hi"))
+        memory = adapter.ConvomemMemory.from_defaults(db=db, session_id="s", budget=300)
+        memory.put(li.ChatMessage(role="user", content="hi"))
         memory.put_messages(
-            [ChatMessage(role="assistant", content="hello"), ChatMessage(role="user", content="hi")]
+            [
+                li.ChatMessage(role="assistant", content="hello"),
+                li.ChatMessage(role="user", content="hi"),
+            ]
         )
         assert [m.content for m in memory.get_all()] == ["hi", "hello", "hi"]
         with pytest.raises(InvalidMessage):
-            memory.set([ChatMessage(role="user", content="x"), "nope"])  # type: ignore[list-item]
+            memory.set([li.ChatMessage(role="user", content="x"), "nope"])  # type: ignore[list-item]
         assert len(memory.get_all()) == 3  # a bad set changes nothing
-        memory.set([ChatMessage(role="system", content="S"), ChatMessage(content="q")])
+        memory.set([li.ChatMessage(role="system", content="S"), li.ChatMessage(content="q")])
         assert [m.content for m in memory.get()] == ["S", "q"]
         assert memory.get(input="q") == memory.get()  # no recall here: input is not searched
         memory.reset()
         assert memory.get_all() == []
         with pytest.raises(ConfigError, match="budget"):
-            ConvomemMemory.from_defaults(db=db, session_id="s", memory_options={"budget": 1})
+            adapter.ConvomemMemory.from_defaults(
+                db=db, session_id="s", memory_options={"budget": 1}
+            )
 
 
 keys = st.sampled_from(["k1", "k2"])
@@ -172,7 +186,7 @@ store_ops = st.one_of(
 def texts(messages: Sequence[ChatMessage] | ChatMessage | None) -> Any:
     if messages is None:
         return None
-    if isinstance(messages, ChatMessage):
+    if isinstance(messages, li.ChatMessage):
         return messages.content
     return [m.content for m in messages]
 
@@ -180,17 +194,17 @@ def texts(messages: Sequence[ChatMessage] | ChatMessage | None) -> Any:
 @settings(max_examples=30)
 @given(st.lists(store_ops, max_size=12))
 def test_chat_store_is_llamaindexs_simple_chat_store(ops: list[Any]) -> None:
-    oracle = SimpleChatStore()
+    oracle = chat_stores.SimpleChatStore()
     with open_store("sqlite://") as db:
-        ours = ConvomemChatStore(db=db, user_id="u1")
+        ours = adapter.ConvomemChatStore(db=db, user_id="u1")
         for op, key, *rest in ops:
             if op == "set":
-                batch = [ChatMessage(content=t) for t in rest[0]]
+                batch = [li.ChatMessage(content=t) for t in rest[0]]
                 ours.set_messages(key, batch)
                 oracle.set_messages(key, batch)
             elif op == "add":
-                ours.add_message(key, ChatMessage(content=rest[0]))
-                oracle.add_message(key, ChatMessage(content=rest[0]))
+                ours.add_message(key, li.ChatMessage(content=rest[0]))
+                oracle.add_message(key, li.ChatMessage(content=rest[0]))
             elif op == "delete_all":
                 assert texts(ours.delete_messages(key)) == texts(oracle.delete_messages(key))
             elif op == "delete_at" and rest[0] >= 0:
@@ -211,9 +225,9 @@ def test_chat_store_is_llamaindexs_simple_chat_store(ops: list[Any]) -> None:
 async def test_chat_store_async_and_under_chat_memory_buffer() -> None:
     adb = await aopen_store("sqlite://")
     try:
-        store = ConvomemChatStore(db=adb, user_id="u1")
-        await store.async_add_message("k", ChatMessage(content="one"))
-        await store.aset_messages("k2", [ChatMessage(content="a"), ChatMessage(content="b")])
+        store = adapter.ConvomemChatStore(db=adb, user_id="u1")
+        await store.async_add_message("k", li.ChatMessage(content="one"))
+        await store.aset_messages("k2", [li.ChatMessage(content="a"), li.ChatMessage(content="b")])
         assert texts(await store.aget_messages("k2")) == ["a", "b"]
         assert texts(await store.adelete_message("k2", 0)) == "a"
         assert texts(await store.adelete_last_message("k2")) == "b"
@@ -224,12 +238,12 @@ async def test_chat_store_async_and_under_chat_memory_buffer() -> None:
     finally:
         await adb.aclose()
     with open_store("sqlite://") as db:
-        buffer = ChatMemoryBuffer.from_defaults(
-            token_limit=1000, chat_store=ConvomemChatStore(db=db), chat_store_key="user-7"
+        buffer = memories.ChatMemoryBuffer.from_defaults(
+            token_limit=1000, chat_store=adapter.ConvomemChatStore(db=db), chat_store_key="user-7"
         )
-        buffer.put(ChatMessage(role="user", content="remember me"))
-        again = ChatMemoryBuffer.from_defaults(
-            token_limit=1000, chat_store=ConvomemChatStore(db=db), chat_store_key="user-7"
+        buffer.put(li.ChatMessage(role="user", content="remember me"))
+        again = memories.ChatMemoryBuffer.from_defaults(
+            token_limit=1000, chat_store=adapter.ConvomemChatStore(db=db), chat_store_key="user-7"
         )
         assert texts(again.get()) == ["remember me"]
 

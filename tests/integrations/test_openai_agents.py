@@ -12,26 +12,31 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
-from agents.memory import Session
-from agents.testing import ScriptedModel, assistant_message, function_call
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from _lazy import lazy
 from _store_backends import Backend
 from convomem import ConversationMemory, aopen_store, open_store
 from convomem.errors import InvalidMessage, SessionOwnerMismatch
 from convomem.integrations.openai_agents import ConvomemSession
 from convomem.model import ToolResultBlock, ToolUseBlock
 
+if TYPE_CHECKING:
+    from agents.testing import ScriptedModel
+
+sdk, scripted, sdk_memory = lazy("agents"), lazy("agents.testing"), lazy("agents.memory")
 EXAMPLES = int(os.environ.get("CONVOMEM_AGENTS_EXAMPLES", "20"))
-set_tracing_disabled(True)  # offline: no trace export
 
 
-@function_tool
+@pytest.fixture(autouse=True, scope="module")
+def offline() -> None:
+    sdk.set_tracing_disabled(True)  # no trace export
+
+
 def get_weather(city: str) -> str:
     """The weather in a city."""
     return f"sunny in {city}"
@@ -39,20 +44,20 @@ def get_weather(city: str) -> str:
 
 def script() -> ScriptedModel:
     """Turn 1: a tool call, then an answer; turn 2: an answer."""
-    return ScriptedModel(
+    return scripted.ScriptedModel(
         [
-            [function_call("get_weather", {"city": "Paris"}, call_id="call_1")],
-            [assistant_message("It is sunny in Paris.")],
-            [assistant_message("You asked about Paris.")],
+            [scripted.function_call("get_weather", {"city": "Paris"}, call_id="call_1")],
+            [scripted.assistant_message("It is sunny in Paris.")],
+            [scripted.assistant_message("You asked about Paris.")],
         ]
     )
 
 
 async def two_turns(session: Any) -> tuple[ScriptedModel, list[Any]]:
     model = script()
-    agent = Agent(name="weather", model=model, tools=[get_weather])
-    await Runner.run(agent, "Weather in Paris?", session=session)
-    await Runner.run(agent, "What did I ask?", session=session)
+    agent = sdk.Agent(name="weather", model=model, tools=[sdk.function_tool(get_weather)])
+    await sdk.Runner.run(agent, "Weather in Paris?", session=session)
+    await sdk.Runner.run(agent, "What did I ask?", session=session)
     model.assert_complete()
     return model, [c.input for c in model.calls]
 
@@ -74,9 +79,9 @@ async def test_runner_two_turns_with_a_tool_call(backend: Backend, mode: str) ->
     db = await open_db(url, mode)
     try:
         ours = ConvomemSession("chat-1", db, user_id="u1")
-        assert isinstance(ours, Session)
+        assert isinstance(ours, sdk_memory.Session)
         _, inputs = await two_turns(ours)
-        _, oracle_inputs = await two_turns(SQLiteSession("chat-1"))
+        _, oracle_inputs = await two_turns(sdk.SQLiteSession("chat-1"))
         assert inputs == oracle_inputs  # what the model saw, call by call
         second_turn = inputs[-1]
         kinds = [i.get("type") for i in second_turn]
@@ -94,7 +99,7 @@ async def test_runner_two_turns_with_a_tool_call(backend: Backend, mode: str) ->
 
 
 async def two_turns_items() -> list[Any]:
-    oracle = SQLiteSession("oracle")
+    oracle = sdk.SQLiteSession("oracle")
     await two_turns(oracle)
     return await oracle.get_items()
 
@@ -202,16 +207,22 @@ async def test_the_memory_reads_an_agent_session() -> None:
 def long_script(turns: int) -> ScriptedModel:
     steps: list[Any] = []
     for t in range(turns):
-        steps.append([function_call("get_weather", {"city": f"city{t}"}, call_id=f"call_{t}")])
-        steps.append([assistant_message(f"In city{t} it is sunny and warm, as reported. " * 2)])
-    return ScriptedModel(steps)
+        steps.append(
+            [scripted.function_call("get_weather", {"city": f"city{t}"}, call_id=f"call_{t}")]
+        )
+        steps.append(
+            [scripted.assistant_message(f"In city{t} it is sunny and warm, as reported. " * 2)]
+        )
+    return scripted.ScriptedModel(steps)
 
 
 async def long_run(session: Any, turns: int) -> ScriptedModel:
     model = long_script(turns)
-    agent = Agent(name="weather", model=model, tools=[get_weather])
+    agent = sdk.Agent(name="weather", model=model, tools=[sdk.function_tool(get_weather)])
     for t in range(turns):
-        await Runner.run(agent, f"What is the weather in city{t}? I am user {t}.", session=session)
+        await sdk.Runner.run(
+            agent, f"What is the weather in city{t}? I am user {t}.", session=session
+        )
     model.assert_complete()
     return model
 
@@ -222,7 +233,7 @@ async def test_a_budget_bounds_what_the_model_sees(backend: Backend, mode: str) 
     try:
         bounded = ConvomemSession("chat", db, budget=400)
         model = await long_run(bounded, 8)
-        oracle = SQLiteSession("chat")
+        oracle = sdk.SQLiteSession("chat")
         oracle_model = await long_run(oracle, 8)
         for call, full in zip(model.calls, oracle_model.calls, strict=True):
             made = [i["call_id"] for i in call.input if i.get("type") == "function_call"]
@@ -321,7 +332,7 @@ async def test_operations_match_the_sdk_sqlite_session(
     db = open_store(backend.fresh_url())
     try:
         ours = [ConvomemSession("s", db), ConvomemSession("s", db)]
-        oracle = SQLiteSession("s")
+        oracle = sdk.SQLiteSession("s")
         assert await run(ours, ops) == await run([oracle, oracle], ops)
     finally:
         db.close()

@@ -13,24 +13,31 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from pydantic_ai import Agent
-from pydantic_ai import messages as pm
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.models.test import TestModel
 
+from _lazy import lazy
 from convomem import ConversationMemory, aopen_store, open_store
 from convomem.errors import ConfigError
 from convomem.formats.pydantic_ai import to_pydantic_ai
-from convomem.integrations.pydantic_ai import convomem_history
 from convomem.recall import AsyncRecallIndex, RecallIndex
 
+if TYPE_CHECKING:
+    from pydantic_ai.models.function import AgentInfo
+
+# pydantic-ai (and the adapter, which subclasses its capability), imported by the tests
+# that run, not at collection
+pai, pm = lazy("pydantic_ai"), lazy("pydantic_ai.messages")
+adapter = lazy("convomem.integrations.pydantic_ai")
+function_model, testing_model = lazy("pydantic_ai.models.function"), lazy("pydantic_ai.models.test")
 BUDGET = 700
 RUNS = 32
 WEATHER = re.compile(r"weather in (\w+)")
-TA = pm.ModelMessagesTypeAdapter
+
+
+def as_json(messages: Any) -> Any:
+    return pm.ModelMessagesTypeAdapter.dump_python(messages, mode="json")
 
 
 def weather(city: str) -> str:
@@ -103,21 +110,21 @@ async def test_agent_runs_with_tools_and_a_restart(
         if i == RUNS // 2:
             await close(db, memory)
             db, memory = await open_memory(url, db_mode)
-        agent = Agent(
-            FunctionModel(script),
+        agent = pai.Agent(
+            function_model.FunctionModel(script),
             tools=[weather],
             system_prompt="Be brief.",
-            capabilities=[convomem_history(memory)],
+            capabilities=[adapter.convomem_history(memory)],
         )
         result = await agent.run(user_turn(i), message_history=history)
         if style.endswith("+history"):
             history = result.all_messages()
         # the run's own history is untouched: none of convomem's summary or facts in it
-        assert "convomem" not in str(TA.dump_python(result.all_messages(), mode="json"))
+        assert "convomem" not in str(as_json(result.all_messages()))
         assert memory.stats().context_tokens <= BUDGET
     for sent in script.calls:
         assert problems(sent) == []
-    last = str(TA.dump_python(script.calls[-1], mode="json"))
+    last = str(as_json(script.calls[-1]))
     assert "Tomasz" in last and "shellfish" in last  # the user's facts reach the model
     assert max(len(s) for s in script.calls) < RUNS  # the view, not the history
     log = await memory.amessages()
@@ -129,7 +136,7 @@ async def test_agent_runs_with_tools_and_a_restart(
     answers = [p.content for r in back for p in r.parts if isinstance(p, pm.TextPart)]
     assert len(answers) == RUNS  # every final answer, the last run's included
     if style == "capability+history":
-        assert TA.dump_python(back, mode="json") == TA.dump_python(history, mode="json")
+        assert as_json(back) == as_json(history)
     assert memory.stats().summarized_messages > 0
     await close(db, memory)
 
@@ -137,7 +144,11 @@ async def test_agent_runs_with_tools_and_a_restart(
 async def test_with_pydantic_ais_test_model() -> None:
     with open_store("sqlite://") as db:
         memory = ConversationMemory(300, store=db.session("t"))
-        agent = Agent(TestModel(), tools=[weather], capabilities=[convomem_history(memory)])
+        agent = pai.Agent(
+            testing_model.TestModel(),
+            tools=[weather],
+            capabilities=[adapter.convomem_history(memory)],
+        )
         for i in range(30):
             result = await agent.run(f"question {i} " + "more words " * 8)
             assert result.output
@@ -152,7 +163,7 @@ async def test_with_pydantic_ais_test_model() -> None:
 
 def test_a_memory_is_required() -> None:
     with pytest.raises(ConfigError, match="ConversationMemory"):
-        convomem_history("not a memory")  # type: ignore[arg-type]
+        adapter.convomem_history("not a memory")  # type: ignore[arg-type]
 
 
 def test_run_sync_works_the_same(tmp_path: Path) -> None:
@@ -160,7 +171,10 @@ def test_run_sync_works_the_same(tmp_path: Path) -> None:
     for attempt in range(2):  # the second is a restart over the same file
         with open_store(url) as db:
             memory = ConversationMemory(400, store=db.session("s", user_id="u"))
-            agent = Agent(TestModel(call_tools=[]), capabilities=[convomem_history(memory)])
+            agent = pai.Agent(
+                testing_model.TestModel(call_tools=[]),
+                capabilities=[adapter.convomem_history(memory)],
+            )
             for i in range(15):
                 agent.run_sync(f"sync question {attempt} {i} " + "filler " * 6)
             assert memory.stats().context_tokens <= 400

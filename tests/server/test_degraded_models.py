@@ -15,8 +15,6 @@ from fastapi.testclient import TestClient
 
 from _fake_openai import FakeOpenAI, start
 
-pytest.importorskip("openai")
-
 Key = Callable[[str], dict[str, str]]
 TURNS = [
     "Hi, I'm Ana. My name is Ana. codeword: falcon",

@@ -22,8 +22,6 @@ from convomem.session import ConversationMemory
 from convomem.stores import aopen_store, open_store
 from convomem.summaries.specs import LLM_BASE_URL_ENV, extractor_from, summarizer_from
 
-pytest.importorskip("openai")
-
 TIMEOUT = 0.2  # the clients'; the fake's "timeout" answers wait 2 s
 MODES = ("timeout", "429", "500", "malformed", "garbage")
 TURNS = [

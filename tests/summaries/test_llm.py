@@ -21,8 +21,6 @@ from convomem.model import Message
 from convomem.summaries import RunningSummary, Summary, as_summarizer
 from convomem.summaries.llm import DEFAULT_PROMPT, NO_PREVIOUS, LLMSummarizer
 
-pytest.importorskip("openai")
-
 
 def completion(content: Any, *, usage: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = {

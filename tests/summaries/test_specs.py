@@ -26,9 +26,19 @@ from convomem.summaries.specs import (
     summarizer_from,
 )
 
-pytest.importorskip("openai")
+# The client's timeout (the models' retries also stop once that many seconds have gone
+# by): generous (a hang guard) where the fake answers at once, so a loaded machine changes
+# no outcome; short under the "timeout" fault, where the fake holds its answer until
+# teardown (the same models' healthy calls, answered at once by the local fake, fit it
+# many times over).
+STUCK = 0.5
+TIMEOUT = 60.0
 
-TIMEOUT = 0.2  # the client's; the fake's "timeout" answers wait 2 s
+
+def timeout_for(mode: str) -> float:
+    return STUCK if mode == "timeout" else TIMEOUT
+
+
 MESSAGES = [
     Message(role="user", content="Hi, my name is Ana. codeword: falcon"),
     Message(role="assistant", content="Hello Ana, noted."),
@@ -123,7 +133,8 @@ def test_the_key_is_sent_and_never_shown(
     caplog.set_level(logging.DEBUG)
     shown = []
     for mode in FAULTS:  # new models each time: their breakers never open here
-        options: dict[str, Any] = {"base_url": fake.url, "api_key": secret, "timeout": TIMEOUT}
+        options: dict[str, Any] = {"base_url": fake.url, "api_key": secret}
+        options["timeout"] = timeout_for(mode)
         summarizer = summarizer_from("openai:m", **options)
         extractor = extractor_from("openai:m", **options)
         shown += [repr(summarizer), repr(extractor)]
@@ -142,7 +153,7 @@ def test_the_key_is_sent_and_never_shown(
 
 @pytest.mark.parametrize("mode", FAULTS)
 def test_the_summarizer_answers_then_fails_typed(fake: FakeOpenAI, mode: str) -> None:
-    llm = summarizer_from("openai:m", base_url=fake.url, timeout=TIMEOUT)
+    llm = summarizer_from("openai:m", base_url=fake.url, timeout=timeout_for(mode))
     assert llm is not None
     assert llm(MESSAGES).startswith("MODEL SUMMARY: [")
     fake.retry_after = "7"
@@ -156,7 +167,7 @@ def test_the_summarizer_answers_then_fails_typed(fake: FakeOpenAI, mode: str) ->
 def test_a_failing_model_gives_the_extractive_summary_marked_degraded(
     fake: FakeOpenAI, mode: str
 ) -> None:
-    rs = RunningSummary(summarizer_from("openai:m", base_url=fake.url, timeout=TIMEOUT))
+    rs = RunningSummary(summarizer_from("openai:m", base_url=fake.url, timeout=timeout_for(mode)))
     fake.retry_after = "0"
     fake.fail("chat", mode)
     rs.fold(MESSAGES)
@@ -214,7 +225,7 @@ def test_the_breaker_stops_calling_a_model_that_keeps_failing(fake: FakeOpenAI) 
 
 @pytest.mark.parametrize("mode", FAULTS)
 def test_the_extractor_falls_back_offline_and_recovers(fake: FakeOpenAI, mode: str) -> None:
-    extractor = extractor_from("openai:m", base_url=fake.url, timeout=TIMEOUT)
+    extractor = extractor_from("openai:m", base_url=fake.url, timeout=timeout_for(mode))
     assert isinstance(extractor, LLMExtractor)
     assert codewords(extractor.extract(MESSAGES)) == ["falcon"] and not extractor.degraded
     fake.retry_after = "0"
