@@ -16,10 +16,11 @@
 Faults, per kind (``chat`` / ``embeddings``), set with ``fail(kind, mode, times=None)``
 (``times``: that many requests fail, then it answers again; None: until ``heal``):
 ``"timeout"`` (the answer waits ``delay`` seconds, by default until teardown: a client
-with any timeout gives up first, however loaded the machine), ``"429"`` (with ``Retry-After: retry_after``), ``"500"``,
-``"malformed"`` (a 200 whose body is cut-off JSON) and ``"garbage"`` (well-formed
-JSON that is not the answer asked for: a completion whose content is null). Every
-request's path and body is kept in ``requests``; ``count(kind)`` counts them.
+with any timeout gives up first, however loaded the machine), ``"429"`` (with
+``Retry-After: retry_after``), ``"500"``, ``"malformed"`` (a 200 whose body is cut-off
+JSON) and ``"garbage"`` (well-formed JSON that is not the answer asked for: a completion
+whose content is null). Every request's path and body is kept in ``requests``;
+``count(kind)`` counts them.
 """
 
 from __future__ import annotations

@@ -317,7 +317,7 @@ async def context(
         kept = await memory.acontext("messages", query=query)
         rendered: Any
         dropped = 0
-        sent: tuple[int, bool] | None = None
+        sent: tuple[int, int] | None = None
         if budget is not None and budget < memory.budget:
             n = len(kept)
             kept, tokens, left_out = trim(memory, kept, budget, user_first=format == "anthropic")
