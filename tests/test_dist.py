@@ -135,4 +135,8 @@ def test_the_wheel_installs_with_server_and_serves_a_session(tmp_path: Path) -> 
     finally:
         serve.terminate()
         _, err = serve.communicate(timeout=30)
-    assert err.startswith(f"convomem serve: {base} (1 worker), store {store}"), err
+    # [server] without [mcp]: /mcp is off, and the start says so before the start line
+    lines = err.splitlines()
+    assert lines[0].startswith("convomem serve: /mcp is off: "), err
+    assert "pip install 'convomem[mcp]'" in lines[0], err
+    assert lines[1].startswith(f"convomem serve: {base} (1 worker), store {store}"), err
