@@ -8,6 +8,7 @@ and compared with ``/v1/sessions/{id}/context``'s accounting and the log's pages
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from html.parser import HTMLParser
 from typing import Any
 
@@ -65,11 +66,13 @@ def test_page_and_data_agree_with_the_api(
     rows = [a for a in parse(page.text).having("data-state") if "data-id" in a]
 
     log: list[str] = []
+    texts: dict[str, Any] = {}
     cursor = None
     while True:
         params = {"limit": 100} if cursor is None else {"limit": 100, "cursor": cursor}
         r = client.get("/v1/sessions/s1/messages", params=params, headers=key).json()
         log += [m["id"] for m in r["messages"]]
+        texts.update((m["id"], m["content"]) for m in r["messages"])
         cursor = r["next_cursor"]
         if cursor is None:
             break
@@ -90,6 +93,11 @@ def test_page_and_data_agree_with_the_api(
     assert [h["message_id"] for h in (t["recall"] or {}).get("hits", [])] == [
         h["message_id"] for h in acc["recalled"]
     ]
+    # each hit says what it found: the text the log holds for that message (issue 19 §6)
+    assert acc["recalled"]
+    for h in acc["recalled"]:
+        assert h["text"] and h["text"] in str(texts[h["message_id"]]), h
+        assert escape(h["text"][:300]) in page.text
     assert (t["budget"]["facts"], t["budget"]["recall"]) == (
         acc["split"].get("facts", 0),
         acc["split"].get("recall", 0),

@@ -146,7 +146,7 @@ class Accounting(BaseModel):
     compactions: int
     summary: SummaryOut | None
     recalled: list[dict[str, Any]] = Field(
-        description="recall hits for the query: message_id, session_id, kind, score, shown"
+        description="recall hits for the query: message_id, session_id, kind, score, text, shown"
     )
     recall_status: str = Field(description="ok, failed, timeout, open (breaker) or off")
     facts: dict[str, Any] | None = Field(description="the long-term facts tier (None: off)")

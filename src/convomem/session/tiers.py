@@ -350,6 +350,7 @@ class Tiers:
                         "session_id": x.session_id,
                         "kind": x.kind,
                         "score": x.score,
+                        "text": x.text,
                         "shown": x.message_id in seen,
                     }
                     for x in hits
