@@ -136,10 +136,13 @@ def check_summary(
     unanswered: str = "drop",
     contiguous: bool = True,
     text: Callable[[list[str]], str] | None = None,
+    least: int = 0,
 ) -> None:
     """SummaryEvict on top of the packing invariants: the Recency oracle, the summary's
     cost, placement and reasons; given ``text`` (dropped ids -> the summarizer's
-    text), whether a summary is present."""
+    text), whether a summary is present. ``least`` is ``least_room``: when the reserve
+    plus what the kept chunks leave is below it, Recency packs into ``budget - least``
+    instead, if that leaves ``least`` (a shortened summary rather than none)."""
     check_invariants(messages, r, pins=pins, tokenizer=tok)
     assert validate_pairs([m for m in r.kept if m is not r.summary]) == []
     where = {id(m): i for i, m in enumerate(messages)}
@@ -147,16 +150,21 @@ def check_summary(
         list(range(len(messages)))
     )
     gone = summarized(r)
-    budget_kept = oracle_recency(
-        messages, budget - reserve, pins, tok, unanswered=unanswered, contiguous=contiguous
-    )
+    chunks = oracle_chunks(messages, pins, tok, unanswered)
+    sendable = {m.id for c, pinned, _ in chunks if not pinned for m in c.messages}
+
+    def recency(room: int) -> tuple[set[str], int]:
+        kept = oracle_recency(
+            messages, room, pins, tok, unanswered=unanswered, contiguous=contiguous
+        )
+        return kept, sum(cost for c, _, cost in chunks if c.messages[0].id in kept)
+
+    budget_kept, used = recency(budget - reserve)
+    if sendable - budget_kept and budget - used < least < budget:
+        wider, wider_used = recency(budget - least)
+        if budget - wider_used >= least:
+            budget_kept = wider
     assert kept_ids(r) == budget_kept
-    sendable = {
-        m.id
-        for c, pinned, _ in oracle_chunks(messages, pins, tok, unanswered)
-        if not pinned
-        for m in c.messages
-    }
     fallen = [m.id for m in messages if m.id in sendable - budget_kept]
     if text is not None:
         # A summary is present exactly when something was dropped and the smallest
@@ -232,6 +240,7 @@ def test_invariants_and_recency_oracle(
         unanswered=unanswered,
         contiguous=not gaps,
         text=folding.text_for,
+        least=strategy.least_room(tok),
     )
     gone = [messages[i].id for i in summarized(r)]
     if r.summary is not None:
@@ -381,29 +390,37 @@ def test_the_cache_serves_several_conversations() -> None:
 # ------------------------------------------------------------------ room and reasons
 
 
-def test_no_room_for_a_summary_means_no_call_and_plain_recency() -> None:
+def test_a_reserve_too_small_for_a_summary_makes_room_for_a_shortened_one() -> None:
+    """convopack inserts a shortened summary when its reserve cannot hold the full one;
+    so does SummaryEvict: older messages go too, until a shortened summary fits."""
     plain = Plain()
     history = [Message(f"m{i}", "user", 10, content=f"turn {i}") for i in range(20)]
     strategy = SummaryEvict(plain, reserve=6)
     shortest = strategy.shortest_summary(GIVEN)
     assert shortest == GIVEN.count(SUMMARY_HEADER + "\nx") + PER_MESSAGE_TOKENS == 14
-    # From 56 to 65 five messages fit budget - reserve: budget - 50 tokens are left.
-    for budget in (56, 63):
-        r = Packer(budget=budget, tokenizer=GIVEN, strategy=strategy).pack(history)
-        assert r.summary is None and plain.calls == []
-        assert [m.id for m in r.kept] == [f"m{i}" for i in range(15, 20)]
-        assert set(r.reason_counts()) == {"recent", "budget"}
-    # 14 tokens would hold a one-character summary, but the text is longer and its
-    # shortest clip ("a […]", 42 characters) costs 15: no summary, dropped for budget.
-    r = Packer(budget=64, tokenizer=GIVEN, strategy=strategy).pack(history)
-    assert r.summary is None and len(plain.calls) == 1
+    least = strategy.least_room(GIVEN)
+    shortened = SUMMARY_HEADER + "\n" + "word " * 7 + "word […]"
+    assert least == GIVEN.count(shortened) + PER_MESSAGE_TOKENS == 24
+    # At 56, five messages fit budget - reserve and leave 6 tokens: too few for a
+    # shortened summary. Packed into 56 - 24 instead, three stay and the summary fits.
+    r = Packer(budget=56, tokenizer=GIVEN, strategy=strategy).pack(history)
+    assert [m.id for m in r.kept][1:] == ["m17", "m18", "m19"] and r.token_count == 56
+    assert r.summary is not None and r.summary.content.endswith(TRUNCATION_MARKER)
+    assert GIVEN.count_message(r.summary) >= least
+    assert plain.calls == [[f"m{i}" for i in range(17)]]
+    assert set(r.reason_counts()) == {"recent", "summarized"}
+    # The same dropped set at 63: the cached text, clipped to the larger room; no call.
+    r = Packer(budget=63, tokenizer=GIVEN, strategy=strategy).pack(history)
+    assert [m.id for m in r.kept][1:] == ["m17", "m18", "m19"] and len(plain.calls) == 1
+    # At 30 even the newest message alone (min_keep) leaves less than that: plain
+    # Recency, no summary and no call.
+    plain.calls.clear()
+    r = Packer(budget=30, tokenizer=GIVEN, strategy=strategy).pack(history)
+    assert r.summary is None and plain.calls == []
+    assert [m.id for m in r.kept] == ["m18", "m19"]
     assert set(r.reason_counts()) == {"recent", "budget"}
-    r = Packer(budget=65, tokenizer=GIVEN, strategy=strategy).pack(history)
-    assert r.summary is not None and len(plain.calls) == 1 and r.token_count == 65
-    assert r.summary.content == SUMMARY_HEADER + "\nabo […]"  # 44 characters: 11 tokens
     # Pins that overflow the budget leave no room either.
     big = [Message("sys", "system", content="rule " * 600), *chat(10)[1:]]
-    plain.calls.clear()
     r = Packer(budget=500, strategy=SummaryEvict(plain)).pack(big)
     assert r.summary is None and plain.calls == [] and not r.fits
 

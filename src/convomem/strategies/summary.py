@@ -59,6 +59,8 @@ _FIT_ROUNDS: Final = 4  # re-clips when a custom tokenizer's message overhead is
 _MESSAGES: Final = attrgetter("messages")
 _ID: Final = attrgetter("id")
 _SHORTEST: Final = "x"  # the shortest text a summary can have: one character
+_SHORTENED: Final = " ".join(["word"] * 8) + TRUNCATION_MARKER
+"""The text of the shortest summary room is made for: a few words and the marker."""
 
 
 def check_fallback(fallback: object, default: ChunkStrategy | None = None) -> ChunkStrategy:
@@ -114,11 +116,14 @@ class SummaryEvict(ChunkStrategy):
     the summary (default ``budget // 10``): the messages are packed into
     ``budget - reserve``, and the summary may use the reserve plus whatever budget the
     kept chunks leave unused. A longer summary is clipped to fit (ending with ``" […]"``),
-    so the summary never takes the result over budget. A reserve that is not below the
-    budget raises ``ConfigError`` when packing. When nothing is dropped there is no
-    summary and no call; when not even a one-character summary fits (pins or
-    ``min_keep`` filled the budget) there is no call, and when the text is blank there
-    is no summary: the dropped messages then keep reason ``"budget"``.
+    so the summary never takes the result over budget. When that room cannot hold even
+    a shortened summary (``least_room``: the header and a few words), the messages are
+    packed into ``budget - least_room`` instead: older ones are dropped too, so a
+    shortened summary is sent rather than none. A reserve that is not below the budget
+    raises ``ConfigError`` when packing. When nothing is dropped there is no summary and
+    no call; when not even a one-character summary fits (pins or ``min_keep`` filled
+    the budget) there is no call, and when the text is blank there is no summary: the
+    dropped messages then keep reason ``"budget"``.
 
     ``placement="head"`` puts the summary first in ``kept`` (convopack's behaviour);
     ``"after_system"`` puts it right after the leading system messages. ``fallback``
@@ -161,7 +166,7 @@ class SummaryEvict(ChunkStrategy):
             raise ConfigError(f"fallback={fallback!r}: a SummaryEvict cannot fall back to another")
         self._incremental = self.summarizer.takes_previous
         self.cache = SummaryCache(ENTRIES)
-        self._shortest: tuple[Tokenizer, int] | None = None
+        self._shortest: tuple[Tokenizer, int, int] | None = None
 
     def reserve_for(self, budget: int) -> int:
         """The reserve used for ``budget`` (ConfigError if it leaves no room for messages)."""
@@ -179,12 +184,25 @@ class SummaryEvict(ChunkStrategy):
         A summary is sent whenever something is dropped and this much room is left
         (given a summarizer that returns text); with less, the summarizer is not called.
         """
+        return self._sizes(tokenizer)[0]
+
+    def least_room(self, tokenizer: Tokenizer) -> int:
+        """Tokens of a shortened summary: the header, a few words and ``" […]"``.
+
+        When the reserve and what the kept chunks leave unused are less than this, the
+        messages are packed into ``budget - least_room`` instead (older ones dropped
+        too), so the summary sent says something; unless pins or ``min_keep`` fill that
+        room as well.
+        """
+        return self._sizes(tokenizer)[1]
+
+    def _sizes(self, tokenizer: Tokenizer) -> tuple[int, int]:
         hit = self._shortest
-        if hit is not None and hit[0] is tokenizer:
-            return hit[1]
-        cost = _counted(self._render(_SHORTEST, ()), tokenizer)[1]
-        self._shortest = (tokenizer, cost)
-        return cost
+        if hit is None or hit[0] is not tokenizer:
+            shortest = _counted(self._render(_SHORTEST, ()), tokenizer)[1]
+            shortened = _counted(self._render(_SHORTENED, ()), tokenizer)[1]
+            hit = self._shortest = (tokenizer, shortest, max(shortest, shortened))
+        return hit[1], hit[2]
 
     # -- the plan ------------------------------------------------------------------
 
@@ -196,8 +214,14 @@ class SummaryEvict(ChunkStrategy):
         if not dropped:
             return sel  # nothing dropped: no summary, no call
         tokenizer = sel.table.tokenizer
+        shortest, least = self._sizes(tokenizer)
         room = budget - _used(sel)  # the reserve plus what the kept chunks leave unused
-        if room < self.shortest_summary(tokenizer):
+        if room < least < budget:  # too little for a shortened summary: make that room
+            wider = yield from self.fallback.plan(table, budget - least)
+            self._check_selection(wider)
+            if budget - _used(wider) >= least:
+                sel, dropped, room = wider, _dropped(wider), budget - _used(wider)
+        if room < shortest:
             return sel  # not even the shortest summary fits (pins or min_keep overflowed)
         entry = self.cache.get(dropped)
         if entry is None:
