@@ -10,11 +10,14 @@ from .base import (
 )
 from .database import (
     AsyncSessionStore,
+    AsyncStatementRunner,
     AsyncStoreDatabase,
     LogEntry,
     SessionInfo,
     SessionStore,
+    StatementRunner,
     StoreDatabase,
+    StoreKind,
     StoreStats,
     TTLPolicy,
 )
@@ -32,6 +35,7 @@ from .opening import aopen_store, open_store
 
 __all__ = [
     "AsyncSessionStore",
+    "AsyncStatementRunner",
     "AsyncStore",
     "AsyncStoreDatabase",
     "InMemoryStore",
@@ -39,8 +43,10 @@ __all__ = [
     "LogEntry",
     "SessionInfo",
     "SessionStore",
+    "StatementRunner",
     "Store",
     "StoreDatabase",
+    "StoreKind",
     "StoreStats",
     "TTLPolicy",
     "aiter_history",

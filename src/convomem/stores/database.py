@@ -33,32 +33,45 @@ conformance suite (``tests/stores/test_conformance.py``):
   the seq and carrying every valid message read; a transient failure (a lock held past
   the busy timeout, a dropped connection) is retried by the database's ``RetryPolicy``
   and then raises ``TransientError``; bad input raises before anything is written.
+- **Tables of one's own.** What keeps its data beside the sessions, in the same
+  database (the recall index, the service's keys and idempotency records), runs its
+  operations through the database's driver: ``db.run_statements(op, write=...)``
+  (``StatementRunner``; ``AsyncStatementRunner`` awaits it), with the same retries,
+  error mapping and work counts. ``db.kind`` (``"sqlite"``, ``"postgresql"``,
+  ``"redis"``) says which statements ``op`` yields (``convomem.stores.statements``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from .. import _check
 from ..model import Message
 
 __all__ = [
     "AsyncSessionStore",
+    "AsyncStatementRunner",
     "AsyncStoreDatabase",
     "Counts",
     "LogEntry",
     "SessionInfo",
     "SessionStore",
+    "StatementRunner",
     "StoreDatabase",
+    "StoreKind",
     "StoreStats",
     "TTLPolicy",
 ]
 
+T = TypeVar("T")
+
 Counts: TypeAlias = Mapping[str, Mapping[str, int]]
 """Token counts: ``{message_id: {tokenizer_name: count}}``."""
 Refresh: TypeAlias = Literal["write", "read", "never"]
+StoreKind: TypeAlias = Literal["sqlite", "postgresql", "redis"]
+"""Which backend a database is, so which statements it runs (``StatementRunner``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,3 +278,39 @@ class AsyncStoreDatabase(Protocol):
     async def sweep(self) -> int: ...
     def stats(self) -> StoreStats: ...
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class StatementRunner(Protocol):
+    """A store database that runs operations of a caller's own (sync): every database
+    ``open_store`` gives. See ``convomem.stores.statements`` for what ``op`` yields."""
+
+    kind: StoreKind
+    schema: str | None
+    """PostgreSQL: the schema of convomem's tables, quoted (``"public"``); a caller's
+    own tables go in it too. None for the others."""
+    prefix: str | None
+    """Redis: the prefix of every key (``convomem``); a caller's own keys start with
+    it. None for the others."""
+
+    def run_statements(self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False) -> T:
+        """Run ``op()`` (a fresh generator per attempt) under the database's retry
+        policy, its statements counted in ``stats()``; with ``write``, in one write
+        transaction (SQL). What the generator returns."""
+        ...
+
+
+@runtime_checkable
+class AsyncStatementRunner(Protocol):
+    """The async twin of ``StatementRunner``: every database ``aopen_store`` gives."""
+
+    kind: StoreKind
+    schema: str | None
+    prefix: str | None
+
+    async def run_statements(
+        self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False
+    ) -> T:
+        """``StatementRunner.run_statements``, awaited (SQLite's runs in a worker thread
+        of the database)."""
+        ...
