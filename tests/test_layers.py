@@ -54,10 +54,6 @@ REACH_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("recall/_setup.py", "_settings"): (
         "reads the PostgreSQL database's schema from its settings -- the recall helper"
     ),
-    ("recall/cache.py", "_np"): "EmbeddingCache reads its embedder's numpy -- the recall helper",
-    ("recall/cache.py", "_embed_matrix"): (
-        "EmbeddingCache calls its embedder's matrix method -- the recall helper"
-    ),
     ("server/_records.py", "_arun"): (
         "keys and idempotency records run through the store's private runner -- the "
         "'write' helper (issue 20)"
