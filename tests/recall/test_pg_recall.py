@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
-from convomem.recall._backend import Item, Q, Scope
-from convomem.recall._core import Db, unit32
+from convomem.recall._backend import Item, Scope
+from convomem.recall._core import unit32
 from convomem.recall.keys import KINDS
 from convomem.stores import open_store
+from convomem.stores.statements import Q
 
 
 def test_filtered_vector_search_returns_k_for_one_user(postgresql: Any) -> None:
@@ -70,8 +71,8 @@ def item(mid: str, keys: Sequence[Sequence[float]], kind: str = "user", at: floa
 
 
 def run(idx: RecallIndex, op: Callable[[], Any], write: bool = False) -> Any:
-    """A backend operation through the store's own driver (a transaction when ``write``)."""
-    return idx._run_db(Db(op, write))
+    """A backend operation through the store's statement hook (a transaction when ``write``)."""
+    return idx.db.run_statements(op, write=write)
 
 
 def sql(idx: RecallIndex, text: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -357,3 +358,4 @@ def test_a_store_from_before_terms_is_reindexed_by_them(postgresql: Any) -> None
         assert sql(again, f"SELECT terms FROM {items}") == [("paint fenc",)]
     finally:
         db.close()
+

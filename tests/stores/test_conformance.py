@@ -59,11 +59,9 @@ from convomem.retry import RetryPolicy, retry_if, stop_after_attempt, wait_none
 from convomem.session import ConversationMemory
 from convomem.stores import (
     AsyncSessionStore,
-    AsyncStatementRunner,
     AsyncStore,
     AsyncStoreDatabase,
     SessionStore,
-    StatementRunner,
     Store,
     StoreDatabase,
     StoreStats,
@@ -633,7 +631,7 @@ def test_transient_failures_surface_after_the_policy_gives_up(open_db: Opener) -
     assert s.append([msg(1)]) == 2  # a retry afterwards works
 
 
-# -- statements of one's own (StatementRunner) --------------------------------------------
+# -- statements of one's own (run_statements) ----------------------------------------------
 
 
 def _own_sql(db: Any) -> Callable[[str], str]:
@@ -656,9 +654,7 @@ def _work(db: Any, before: StoreStats) -> tuple[int, int, int]:
 def test_statements_of_ones_own_run_through_the_database(db: Any, open_db: Opener) -> None:
     """``run_statements``: the caller's statements, counted as the database's own work;
     a write is one transaction, rolled back when the operation raises."""
-    inner = db if open_db.mode == "sync" else db.inner
-    runner = StatementRunner if open_db.mode == "sync" else AsyncStatementRunner
-    assert isinstance(inner, runner) and db.kind in ("sqlite", "postgresql", "redis")
+    assert db.kind in ("sqlite", "postgresql", "redis")
     assert (db.schema is not None) == (db.kind == "postgresql")
     assert (db.prefix is not None) == (db.kind == "redis")
     if db.kind == "redis":

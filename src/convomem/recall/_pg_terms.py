@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ._backend import Q
+from ..stores.statements import Q
 from .analyze import terms as analyzed
 
 Op = Generator[Q, Any, Any]

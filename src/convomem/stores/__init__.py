@@ -10,12 +10,10 @@ from .base import (
 )
 from .database import (
     AsyncSessionStore,
-    AsyncStatementRunner,
     AsyncStoreDatabase,
     LogEntry,
     SessionInfo,
     SessionStore,
-    StatementRunner,
     StoreDatabase,
     StoreKind,
     StoreStats,
@@ -35,7 +33,6 @@ from .opening import aopen_store, open_store
 
 __all__ = [
     "AsyncSessionStore",
-    "AsyncStatementRunner",
     "AsyncStore",
     "AsyncStoreDatabase",
     "InMemoryStore",
@@ -43,7 +40,6 @@ __all__ = [
     "LogEntry",
     "SessionInfo",
     "SessionStore",
-    "StatementRunner",
     "Store",
     "StoreDatabase",
     "StoreKind",

@@ -50,11 +50,6 @@ class PgCall(Generic[T]):
     fn: Callable[[Tx], Op]
 
 
-Call = PgCall
-"""The old name, still imported by ``recall/index.py`` and ``server/_records.py``: remove
-it with those imports (the recall and write helpers, issue 20)."""
-
-
 def _write(body: Callable[[Tx], Op]) -> PgCall[Any]:
     return PgCall(lambda tx: in_tx(tx, body(tx)))
 

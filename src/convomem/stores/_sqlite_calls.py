@@ -50,11 +50,6 @@ class SQLiteCall(Generic[T]):
         self.write = write
 
 
-Call = SQLiteCall
-"""The old name, still imported by ``recall/index.py`` and ``server/_records.py``: remove
-it with those imports (the recall and write helpers, issue 20)."""
-
-
 def _encode(messages: object) -> list[EncodedMessage]:
     """``encode_messages``, with the common batch of one message (an agent's turn) done
     inline: the same result, without the generic checks a one-item list cannot fail."""

@@ -36,9 +36,10 @@ conformance suite (``tests/stores/test_conformance.py``):
 - **Tables of one's own.** What keeps its data beside the sessions, in the same
   database (the recall index, the service's keys and idempotency records), runs its
   operations through the database's driver: ``db.run_statements(op, write=...)``
-  (``StatementRunner``; ``AsyncStatementRunner`` awaits it), with the same retries,
-  error mapping and work counts. ``db.kind`` (``"sqlite"``, ``"postgresql"``,
-  ``"redis"``) says which statements ``op`` yields (``convomem.stores.statements``).
+  (awaited on an async database), with the same retries, error mapping and work
+  counts. ``db.kind`` (``"sqlite"``, ``"postgresql"``, ``"redis"``) says which
+  statements ``op`` yields (``convomem.stores.statements``); a table of one's own goes
+  in ``db.schema`` (PostgreSQL), a key under ``db.prefix`` (Redis).
 """
 
 from __future__ import annotations
@@ -52,13 +53,11 @@ from ..model import Message
 
 __all__ = [
     "AsyncSessionStore",
-    "AsyncStatementRunner",
     "AsyncStoreDatabase",
     "Counts",
     "LogEntry",
     "SessionInfo",
     "SessionStore",
-    "StatementRunner",
     "StoreDatabase",
     "StoreKind",
     "StoreStats",
@@ -71,7 +70,7 @@ Counts: TypeAlias = Mapping[str, Mapping[str, int]]
 """Token counts: ``{message_id: {tokenizer_name: count}}``."""
 Refresh: TypeAlias = Literal["write", "read", "never"]
 StoreKind: TypeAlias = Literal["sqlite", "postgresql", "redis"]
-"""Which backend a database is, so which statements it runs (``StatementRunner``)."""
+"""Which backend a database is, so which statements ``run_statements`` takes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,10 +224,18 @@ class AsyncSessionStore(Protocol):
 
 @runtime_checkable
 class StoreDatabase(Protocol):
-    """A durable store holding many sessions (sync); from ``open_store(url)``."""
+    """A durable store holding many sessions (sync); from ``open_store(url)``. It also
+    runs operations of a caller's own (``run_statements``; see the module docstring)."""
 
     url: str
     ttl: TTLPolicy
+    kind: StoreKind
+    schema: str | None
+    """PostgreSQL: the schema of convomem's tables, quoted (``"public"``); a caller's own
+    tables go in it too. None for the others."""
+    prefix: str | None
+    """Redis: the prefix of every key (``convomem``); a caller's own keys start with it.
+    None for the others."""
 
     def session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
@@ -249,15 +256,25 @@ class StoreDatabase(Protocol):
     def sweep(self) -> int: ...
     def stats(self) -> StoreStats: ...
     def close(self) -> None: ...
+    def run_statements(self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False) -> T:
+        """Run ``op()`` (a fresh generator per attempt, yielding the statements of
+        ``convomem.stores.statements`` its ``kind`` takes) under the database's retry
+        policy, its statements counted in ``stats()``; with ``write``, in one write
+        transaction (SQL). What the generator returns."""
+        ...
 
 
 @runtime_checkable
 class AsyncStoreDatabase(Protocol):
     """The async twin of ``StoreDatabase``; from ``aopen_store(url)``. ``session()``
-    does no I/O and stays a plain method; everything else is a coroutine."""
+    does no I/O and stays a plain method; everything else is a coroutine
+    (``run_statements`` too: SQLite's runs in a worker thread of the database)."""
 
     url: str
     ttl: TTLPolicy
+    kind: StoreKind
+    schema: str | None
+    prefix: str | None
 
     def session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
@@ -278,39 +295,6 @@ class AsyncStoreDatabase(Protocol):
     async def sweep(self) -> int: ...
     def stats(self) -> StoreStats: ...
     async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class StatementRunner(Protocol):
-    """A store database that runs operations of a caller's own (sync): every database
-    ``open_store`` gives. See ``convomem.stores.statements`` for what ``op`` yields."""
-
-    kind: StoreKind
-    schema: str | None
-    """PostgreSQL: the schema of convomem's tables, quoted (``"public"``); a caller's
-    own tables go in it too. None for the others."""
-    prefix: str | None
-    """Redis: the prefix of every key (``convomem``); a caller's own keys start with
-    it. None for the others."""
-
-    def run_statements(self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False) -> T:
-        """Run ``op()`` (a fresh generator per attempt) under the database's retry
-        policy, its statements counted in ``stats()``; with ``write``, in one write
-        transaction (SQL). What the generator returns."""
-        ...
-
-
-@runtime_checkable
-class AsyncStatementRunner(Protocol):
-    """The async twin of ``StatementRunner``: every database ``aopen_store`` gives."""
-
-    kind: StoreKind
-    schema: str | None
-    prefix: str | None
-
     async def run_statements(
         self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False
-    ) -> T:
-        """``StatementRunner.run_statements``, awaited (SQLite's runs in a worker thread
-        of the database)."""
-        ...
+    ) -> T: ...

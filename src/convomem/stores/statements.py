@@ -2,10 +2,10 @@
 
 A store database runs its sessions' operations through its own driver. What else lives
 in the same database (the recall index's tables, the service's API keys and idempotency
-records) runs through the same driver with ``db.run_statements(op, write=...)`` (the
-``StatementRunner`` / ``AsyncStatementRunner`` protocols of ``stores.database``): the
-database's retry policy, its mapping of driver errors to ``TransientError`` /
-``StoreError``, and its work counts (``db.stats()``) come with it.
+records) runs through the same driver with ``db.run_statements(op, write=...)`` (a
+method of the ``StoreDatabase`` / ``AsyncStoreDatabase`` protocols, awaited on the
+async one): the database's retry policy, its mapping of driver errors to
+``TransientError`` / ``StoreError``, and its work counts (``db.stats()``) come with it.
 
 ``op`` is a function that makes a generator: it yields what the backend executes and
 receives each answer, and its return value is the call's. A retried call makes a fresh
