@@ -359,3 +359,21 @@ def test_a_store_from_before_terms_is_reindexed_by_them(postgresql: Any) -> None
     finally:
         db.close()
 
+
+def test_a_store_with_terms_is_not_reindexed_when_an_index_opens(postgresql: Any) -> None:
+    """Opening an index over an up-to-date store leaves ``terms`` and ``tsv`` as they
+    are (the upgrade reads the column's definition in the store's schema, whose name the
+    database gives quoted): no rewrite of every row at each start."""
+    db = open_store(postgresql.fresh_url())
+    try:
+        idx = RecallIndex(db, embedder=HashingEmbedder(dim=16))
+        idx.add([Message("m1", "user", content="We painted")], user_id="u", session_id="s")
+        items = idx.backend.items
+        where = f"attrelid = '{items}'::regclass AND attname = 'tsv' AND NOT attisdropped"
+        before = sql(idx, f"SELECT attnum FROM pg_attribute WHERE {where}")
+        statement(idx, f"UPDATE {items} SET terms = 'kept as stored'")
+        RecallIndex(db, embedder=HashingEmbedder(dim=16)).close()
+        assert sql(idx, f"SELECT terms FROM {items}") == [("kept as stored",)]
+        assert sql(idx, f"SELECT attnum FROM pg_attribute WHERE {where}") == before
+    finally:
+        db.close()

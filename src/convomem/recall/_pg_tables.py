@@ -99,7 +99,7 @@ def migrate(t: Tables) -> Op:
         f"ON {t.keys} (tenant, user_id, rid)",
     ):
         yield Q.run(sql)
-    yield from terms_column(t.schema, t.items)
+    yield from terms_column(t.items)
     row = yield Q.one(f"SELECT value FROM {t.meta} WHERE key = 'dim'")
     if row is not None:  # a store from before the keys table: index its keys too
         yield from hnsw(t, int(row[0]))
