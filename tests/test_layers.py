@@ -27,42 +27,13 @@ MAX_LINES = 400
 # -- what remains to be fixed -----------------------------------------------------------
 
 # (module, room it imports against the order): reason -- who removes it.
-ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("convomem.recall._core", "stores"): (
-        "RecallIndex keeps its tables in the store's database: the index belongs above "
-        "stores -- the recall helper (issue 20) moves it"
-    ),
-    ("convomem.recall._setup", "stores"): "as recall._core -- the recall helper (issue 20)",
-    ("convomem.recall.index", "stores"): "as recall._core -- the recall helper (issue 20)",
-    ("convomem.recall.index_async", "stores"): "as recall._core -- the recall helper (issue 20)",
-}
+ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # Import circles (their modules): reason -- who removes it.
-CYCLE_EXCEPTIONS: dict[frozenset[str], str] = {
-    frozenset({"convomem.recall._core", "convomem.recall._rerank"}): (
-        "the reranker and the search core import each other -- the recall helper (issue 20)"
-    ),
-}
+CYCLE_EXCEPTIONS: dict[frozenset[str], str] = {}
 
 # (file under src/convomem, private name reached): reason -- who removes it.
-REACH_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("recall/index.py", "_run"): (
-        "runs its statements through the store database's private runner (retries, error "
-        "mapping) -- the recall helper (issue 20), with a public statement hook in stores"
-    ),
-    ("recall/index_async.py", "_arun"): "as recall/index.py -- the recall helper (issue 20)",
-    ("recall/_setup.py", "_settings"): (
-        "reads the PostgreSQL database's schema from its settings -- the recall helper"
-    ),
-    ("recall/cache.py", "_np"): "EmbeddingCache reads its embedder's numpy -- the recall helper",
-    ("recall/cache.py", "_embed_matrix"): (
-        "EmbeddingCache calls its embedder's matrix method -- the recall helper"
-    ),
-    ("server/_records.py", "_arun"): (
-        "keys and idempotency records run through the store's private runner -- the "
-        "'write' helper (issue 20)"
-    ),
-}
+REACH_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # Modules over MAX_LINES lines, with their size today as a ceiling: split them, then
 # delete the line. Each: why it is still long.

@@ -54,7 +54,7 @@ import datetime as dt
 
 from convomem.model import Message
 from convomem.recall import RecallIndex
-from convomem.recall._core import Db, Embed, scope_of, unit32
+from convomem.recall._core import Embed, scope_of, unit32
 from convomem.recall.embedders import EMBEDDERS, embedder_named
 from convomem.recall.fusion import query_terms
 from convomem.session import ConversationMemory
@@ -99,7 +99,7 @@ def _alone(index: RecallIndex, mode: str, query: str, uid: str, as_of: float) ->
             rows = yield from be.rows(scope, [r for r, _ in pairs])
             return [(rows[r], s) for r, s in pairs if r in rows]
 
-    found: list[Any] = index._run_db(Db(op, False))
+    found: list[Any] = index.db.run_statements(op)
     return found
 
 

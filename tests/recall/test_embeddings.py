@@ -85,6 +85,38 @@ def test_hashing_is_normalized_deterministic_and_backend_independent(
     assert py.embed_batch([text]) == [vec]
 
 
+@SETTINGS
+@given(batch=st.lists(texts, max_size=6), dim=st.integers(1, 32))
+def test_embed_matrix_is_embed_batch_as_one_matrix_on_both_backends(
+    batch: list[str], dim: int
+) -> None:
+    for backend in ("python", "numpy"):
+        e = HashingEmbedder(dim, backend=backend)  # type: ignore[arg-type]
+        mat = e.embed_matrix(batch)
+        assert mat.dtype == np.float64 and mat.shape == (len(batch), dim)
+        assert mat.tolist() == e.embed_batch(batch)
+
+
+def test_the_cache_takes_an_embedders_matrix_when_it_has_one() -> None:
+    class Counting(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(16)
+            self.calls: list[str] = []
+
+        def embed_matrix(self, texts: Sequence[str]) -> Any:
+            self.calls.append("matrix")
+            return super().embed_matrix(texts)
+
+        def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+            self.calls.append("batch")
+            return super().embed_batch(texts)
+
+    e = Counting()
+    got = EmbeddingCache(e).vectors([user(0, "hello"), user(1, "bye")])
+    assert e.calls == ["matrix"]
+    assert [list(v) for v in got] == HashingEmbedder(16).embed_batch(["hello", "bye"])
+
+
 def test_hashing_long_texts_agree_across_paths() -> None:
     text = "A long tool output, line after line. " * 300 + "ÿ\U0001f600"
     vec = HashingEmbedder(backend="python").embed(text)

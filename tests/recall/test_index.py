@@ -231,6 +231,39 @@ def test_redis_is_not_a_recall_backend() -> None:
         RecallIndex("sqlite://", embedder=42)  # type: ignore[arg-type]
 
 
+class Forwarding:
+    """A store database of the caller's own (an instrumenting proxy) over a real one:
+    what it says of itself (``kind``) and its ``run_statements`` are all the index uses,
+    whatever its class or module."""
+
+    def __init__(self, db: Any, kind: str | None = None) -> None:
+        self.inner, self.kind, self.runs = db, kind or db.kind, 0
+
+    def run_statements(self, op: Any, *, write: bool = False) -> Any:
+        self.runs += 1
+        return self.inner.run_statements(op, write=write)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of StoreDatabase
+        return getattr(self.inner, name)
+
+
+def test_the_index_takes_a_database_by_the_stores_public_seam(
+    fresh_url: Callable[[], str],
+) -> None:
+    db = open_store(fresh_url())
+    try:
+        proxy = Forwarding(db)
+        with RecallIndex(proxy, embedder=HashingEmbedder(dim=32)) as index:
+            index.add([Message("m1", "user", content="blue sky")], user_id="u", session_id="s")
+            assert [h.message_id for h in index.search("sky", user_id="u")] == ["m1"]
+        assert proxy.runs >= 3  # the migrations, the add, the search: all through the hook
+        for bad in (Forwarding(db, kind="redis"), object()):
+            with pytest.raises(ConfigError, match="store database with search"):
+                RecallIndex(bad)  # type: ignore[arg-type]
+    finally:
+        db.close()
+
+
 def test_another_embedder_dimension_is_refused(fresh_url: Callable[[], str]) -> None:
     db = open_store(fresh_url())
     try:

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from convomem.errors import ConfigError
 from convomem.model import Message
 from convomem.recall import HashingEmbedder, RecallIndex
-from convomem.recall._backend import Item, Q, Scope
-from convomem.recall._core import Db, unit32
+from convomem.recall._backend import Item, Scope
+from convomem.recall._core import unit32
 from convomem.recall.keys import KINDS
 from convomem.stores import open_store
+from convomem.stores.statements import Q
 
 
 def test_filtered_vector_search_returns_k_for_one_user(postgresql: Any) -> None:
@@ -70,8 +71,8 @@ def item(mid: str, keys: Sequence[Sequence[float]], kind: str = "user", at: floa
 
 
 def run(idx: RecallIndex, op: Callable[[], Any], write: bool = False) -> Any:
-    """A backend operation through the store's own driver (a transaction when ``write``)."""
-    return idx._run_db(Db(op, write))
+    """A backend operation through the store's statement hook (a transaction when ``write``)."""
+    return idx.db.run_statements(op, write=write)
 
 
 def sql(idx: RecallIndex, text: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -355,5 +356,24 @@ def test_a_store_from_before_terms_is_reindexed_by_them(postgresql: Any) -> None
         (hit,) = again.search("paint fence", user_id="u")
         assert hit.message_id == "m1" and hit.lexical is not None
         assert sql(again, f"SELECT terms FROM {items}") == [("paint fenc",)]
+    finally:
+        db.close()
+
+
+def test_a_store_with_terms_is_not_reindexed_when_an_index_opens(postgresql: Any) -> None:
+    """Opening an index over an up-to-date store leaves ``terms`` and ``tsv`` as they
+    are (the upgrade reads the column's definition in the store's schema, whose name the
+    database gives quoted): no rewrite of every row at each start."""
+    db = open_store(postgresql.fresh_url())
+    try:
+        idx = RecallIndex(db, embedder=HashingEmbedder(dim=16))
+        idx.add([Message("m1", "user", content="We painted")], user_id="u", session_id="s")
+        items = idx.backend.items
+        where = f"attrelid = '{items}'::regclass AND attname = 'tsv' AND NOT attisdropped"
+        before = sql(idx, f"SELECT attnum FROM pg_attribute WHERE {where}")
+        statement(idx, f"UPDATE {items} SET terms = 'kept as stored'")
+        RecallIndex(db, embedder=HashingEmbedder(dim=16)).close()
+        assert sql(idx, f"SELECT terms FROM {items}") == [("kept as stored",)]
+        assert sql(idx, f"SELECT attnum FROM pg_attribute WHERE {where}") == before
     finally:
         db.close()

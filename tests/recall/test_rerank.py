@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convomem.model import Message
-from convomem.recall import RecallIndex
-from convomem.recall._core import Hit
+from convomem.recall import Hit, RecallIndex
 from convomem.recall._rerank import asks_present, asks_when, is_dated, rerank
 from convomem.stores import open_store
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,15 +45,32 @@ def test_a_partition_loads_in_pages_and_is_current_only_once_all_are_read(
 
     monkeypatch.setattr(_sqlite_recall, "LOAD_PAGE", 3)
     loads: list[str] = []
-    perform = _sqlite_recall.perform
 
-    def counting(conn: object, q: _sqlite_recall.Q) -> object:
-        if q.sql.startswith("SELECT rid, kind"):
-            loads.append(q.sql)
-        return perform(conn, q)
+    class Watching:
+        """The store database, its statements watched on their way to the driver."""
 
-    monkeypatch.setattr(_sqlite_recall, "perform", counting)  # before the index binds it
-    with RecallIndex("sqlite://") as idx:
+        def __init__(self, db: Any) -> None:
+            self.inner, self.kind = db, db.kind
+
+        def run_statements(self, op: Any, *, write: bool = False) -> Any:
+            def watched() -> Any:
+                gen, reply = op(), None
+                while True:
+                    try:
+                        q = gen.send(reply)
+                    except StopIteration as stop:
+                        return stop.value
+                    if q.sql.startswith("SELECT rid, kind"):
+                        loads.append(q.sql)
+                    reply = yield q
+
+            return self.inner.run_statements(watched, write=write)
+
+        def __getattr__(self, name: str) -> Any:  # the rest of StoreDatabase
+            return getattr(self.inner, name)
+
+    db = open_store("sqlite://")
+    with db, RecallIndex(Watching(db)) as idx:
         msgs = [Message(f"m{i}", "user", content=f"blue note {i}") for i in range(10)]
         idx.add(msgs, user_id="u", session_id="s")
         hits = idx.search("blue", user_id="u", k=20)

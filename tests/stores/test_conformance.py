@@ -26,7 +26,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from convomem.errors import (
     InvalidMessage,
     MessageConflict,
     SessionOwnerMismatch,
+    StoreError,
     TransientError,
 )
 from convomem.model import (
@@ -63,12 +64,14 @@ from convomem.stores import (
     SessionStore,
     Store,
     StoreDatabase,
+    StoreStats,
     TTLPolicy,
     aload_history,
     aopen_store,
     load_history,
     open_store,
 )
+from convomem.stores.statements import Command, Eval, Pipeline, Q, script
 
 EXAMPLES = int(os.environ.get("CONVOMEM_STORE_EXAMPLES", "6"))
 SCALE = float(os.environ.get("CONVOMEM_STORE_SCALE", "1"))
@@ -626,6 +629,129 @@ def test_transient_failures_surface_after_the_policy_gives_up(open_db: Opener) -
         s.append([msg(1)], state={"x": 1}, expected_version=0)
     assert s.get_items() == [msg(0)] and s.load_state() == (None, 0)
     assert s.append([msg(1)]) == 2  # a retry afterwards works
+
+
+# -- statements of one's own (run_statements) ----------------------------------------------
+
+
+def _own_sql(db: Any) -> Callable[[str], str]:
+    """SQL spelled for ``db``: ``{t}`` is a table of the caller's, ``?`` a placeholder."""
+    table = "convomem_test_own"
+    if db.kind == "postgresql":
+        return lambda sql: sql.replace("{t}", f"{db.schema}.{table}").replace("?", "%s")
+    return lambda sql: sql.replace("{t}", table)
+
+
+def _work(db: Any, before: StoreStats) -> tuple[int, int, int]:
+    after = db.stats()
+    return (
+        after.statements - before.statements,
+        after.transactions - before.transactions,
+        after.rows_read - before.rows_read,
+    )
+
+
+def test_statements_of_ones_own_run_through_the_database(db: Any, open_db: Opener) -> None:
+    """``run_statements``: the caller's statements, counted as the database's own work;
+    a write is one transaction, rolled back when the operation raises."""
+    assert db.kind in ("sqlite", "postgresql", "redis")
+    assert (db.schema is not None) == (db.kind == "postgresql")
+    assert (db.prefix is not None) == (db.kind == "redis")
+    if db.kind == "redis":
+        key = f"{db.prefix}:own"
+        count = script("test_own_count", "return redis.call('HLEN', KEYS[1])", writes=False)
+
+        def write() -> Generator[Any, Any, Any]:
+            added = yield Command(("HSET", key, "a", "1"))
+            replies = yield Pipeline((("HSET", key, "b", "2"), ("HGET", key, "a")))
+            n = yield Eval(count, (key,), ())
+            return added, replies, n
+
+        assert db.run_statements(write, write=True) == (1, [1, b"1"], 2)
+        before = db.stats()  # the script is known to the server now: one EVALSHA
+        assert db.run_statements(write) == (0, [0, b"1"], 2)
+        assert _work(db, before) == (4, 0, 0)
+        return
+    sql = _own_sql(db)
+    create = "CREATE TABLE {t} (k TEXT PRIMARY KEY, v INTEGER NOT NULL)"
+    db.run_statements(lambda: (yield Q.run(sql(create))), write=True)
+
+    def fill() -> Generator[Q, Any, tuple[int, int]]:
+        n = yield Q.many(sql("INSERT INTO {t} VALUES (?, ?)"), [("a", 1), ("b", 2), ("c", 3)])
+        m = yield Q.run(sql("UPDATE {t} SET v = v + 10 WHERE k = ?"), ("a",))
+        return n, m
+
+    def read() -> Generator[Q, Any, Any]:
+        one = yield Q.one(sql("SELECT v FROM {t} WHERE k = ?"), ("a",))
+        rows = yield Q.all(sql("SELECT k, v FROM {t} ORDER BY k"))
+        return tuple(one), [tuple(r) for r in rows]
+
+    before = db.stats()
+    assert db.run_statements(fill, write=True) == (3, 1)
+    assert _work(db, before) == (4, 1, 0)  # BEGIN, the two, COMMIT
+    before = db.stats()
+    assert db.run_statements(read) == ((11,), [("a", 11), ("b", 2), ("c", 3)])
+    assert _work(db, before) == (2, 0, 4)
+
+    def half() -> Generator[Q, Any, None]:
+        yield Q.run(sql("DELETE FROM {t}"))
+        raise ValueError("changed my mind")
+
+    with pytest.raises(ValueError, match="changed my mind"):
+        db.run_statements(half, write=True)
+    assert db.run_statements(read)[1] == [("a", 11), ("b", 2), ("c", 3)]  # rolled back
+    with pytest.raises(StoreError):  # the driver's error, mapped
+        db.run_statements(lambda: (yield Q.all(sql("SELECT nothing FROM {t}"))))
+    if db.kind == "sqlite":
+        with pytest.raises(ConfigError, match="PostgreSQL's only"):
+            db.run_statements(lambda: (yield Q.one_or_conflict(sql("SELECT 1"))))
+
+
+def test_statements_of_ones_own_are_retried_each_from_a_fresh_generator(open_db: Opener) -> None:
+    db = open_db(retry=RetryPolicy(stop=stop_after_attempt(3), wait=wait_none()))
+    made: list[int] = []
+
+    def flaky(fail: int) -> Callable[[], Generator[Any, Any, str]]:
+        def op() -> Generator[Any, Any, str]:
+            made.append(1)
+            if len(made) <= fail:
+                raise TransientError("not yet")
+            yield from ()
+            return "done"
+
+        return op
+
+    assert db.run_statements(flaky(2)) == "done" and len(made) == 3
+    made.clear()
+    with pytest.raises(TransientError, match="not yet"):
+        db.run_statements(flaky(5), write=True)
+    assert len(made) == 3  # the policy's three attempts, then the error as it was
+    with writes_nothing(db):
+        with pytest.raises(ConfigError, match="op="):
+            db.run_statements("SELECT 1")
+        with pytest.raises(ConfigError, match="write="):
+            db.run_statements(flaky(0), write="yes")
+
+
+def test_a_held_lock_fails_statements_of_ones_own_transiently(open_db: Opener) -> None:
+    backend = open_db.backend
+    policy = RetryPolicy(stop=stop_after_attempt(2), wait=wait_none())
+    db = open_db(retry=policy, **backend.fast_fail)
+    s = db.session("s")
+    s.append([msg(0)])
+    if db.kind == "redis":  # a caller's own keys have no lock; a command's error is kept
+        key = f"{db.prefix}:own"
+        db.run_statements(lambda: (yield Command(("SET", key, "x"))))
+        before = db.stats()
+        with pytest.raises(StoreError, match="not an integer"):
+            db.run_statements(lambda: (yield Command(("INCR", key))))
+        assert _work(db, before) == (1, 0, 0)  # not retried
+        return
+    table = f"{db.schema}.convomem_sessions" if db.kind == "postgresql" else "convomem_sessions"
+    touch = Q.run(f"UPDATE {table} SET metadata = metadata WHERE 1 = 0")
+    with backend.hold_lock(db), pytest.raises(TransientError, match="lock"):
+        db.run_statements(lambda: (yield touch), write=True)
+    assert db.run_statements(lambda: (yield touch), write=True) == 0  # released: it runs
 
 
 # -- bad input --------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 (BM25 + vector) recall index over a store database, and ``GuardedRecall``, which
 answers without recall (within a deadline, behind a circuit breaker) when it fails."""
 
-from ._core import Turn
+from ._backend import Turn
 from .cache import (
     EmbeddingCache,
 )

@@ -1,4 +1,5 @@
-"""What a recall backend stores and hands back, shared by the SQLite and PostgreSQL ones.
+"""What a recall backend stores and hands back, shared by the SQLite and PostgreSQL ones,
+and what a search hands back (``Hit``, ``Turn``).
 
 A backend is synchronous (the async index runs it in a worker thread); every method takes
 the ``Scope`` it acts for and every statement it sends names that scope's tenant and
@@ -7,37 +8,12 @@ user, so no method can reach another user's rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..errors import ConfigError
-
-
-class Q(NamedTuple):
-    """One statement of a recall operation: ``run`` gives the row count, ``one`` a row or
-    None, ``all`` the rows, ``many`` runs it once per parameter row (SQLite only). The
-    PostgreSQL store's driver runs these as its own statements (same fields)."""
-
-    sql: str
-    params: Sequence[Any] | Iterable[Sequence[Any]]
-    fetch: Literal["run", "one", "all", "many"]
-
-    @classmethod
-    def run(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        return cls(sql, params, "run")
-
-    @classmethod
-    def one(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        return cls(sql, params, "one")
-
-    @classmethod
-    def all(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        return cls(sql, params, "all")
-
-    @classmethod
-    def many(cls, sql: str, rows: Iterable[Sequence[Any]]) -> Q:
-        return cls(sql, rows, "many")
+from ..stores.statements import Q
 
 
 def model_of(embedder: object) -> str | None:
@@ -121,6 +97,41 @@ class Row(NamedTuple):
     kind: str
     created_at: float
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An indexed item next to a hit in its session (``search(neighbours=...)``)."""
+
+    message_id: str
+    seq: int
+    kind: str
+    created_at: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the item, where it is from and why it ranked.
+
+    ``score`` is the fused (reciprocal rank) score; ``lexical`` the item's BM25 score
+    (None: no query word matched) and ``similarity`` its cosine to the query (None: not
+    among the vector candidates). ``created_at`` is the message's time (epoch seconds:
+    what "when did I..." questions need). ``context``: with ``search(neighbours=w)``,
+    the session's indexed items within ``w`` seqs of this one, in seq order (empty when
+    the hit has no seq).
+    """
+
+    message_id: str
+    session_id: str
+    score: float
+    text: str
+    kind: str
+    seq: int | None
+    created_at: float
+    lexical: float | None
+    similarity: float | None
+    context: tuple[Turn, ...] = ()
 
 
 class Backend(Protocol):

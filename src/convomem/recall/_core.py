@@ -3,8 +3,8 @@
 ``add_gen`` and ``search_gen`` are generators that yield two kinds of request, ``Embed``
 (vectors for some messages, through the index's ``EmbeddingCache``) and ``Db`` (a
 backend operation, itself a generator of statements, run in a read or a write call of
-the store's driver). The sync index performs them with ``_io.drive``, the async one with
-``_io.adrive``: only the I/O differs.
+the store database: ``run_statements``). The sync index performs them with
+``_io.drive``, the async one with ``_io.adrive``: only the I/O differs.
 """
 
 from __future__ import annotations
@@ -19,46 +19,11 @@ from .. import _check
 from ..errors import ConfigError, InvalidMessage, MessageConflict
 from ..model import Message
 from ..stores.records import check_name
-from ._backend import Item, Scope
+from ._backend import Hit, Item, Scope, Turn
 from ._rerank import boosts, factors
 from .analyze import query_terms as analyzed_terms
 from .fusion import MAX_TERMS, fuse, fuse_linear
 from .keys import exchanges, message_keys
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """An indexed item next to a hit in its session (``search(neighbours=...)``)."""
-
-    message_id: str
-    seq: int
-    kind: str
-    created_at: float
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: the item, where it is from and why it ranked.
-
-    ``score`` is the fused (reciprocal rank) score; ``lexical`` the item's BM25 score
-    (None: no query word matched) and ``similarity`` its cosine to the query (None: not
-    among the vector candidates). ``created_at`` is the message's time (epoch seconds:
-    what "when did I..." questions need). ``context``: with ``search(neighbours=w)``,
-    the session's indexed items within ``w`` seqs of this one, in seq order (empty when
-    the hit has no seq).
-    """
-
-    message_id: str
-    session_id: str
-    score: float
-    text: str
-    kind: str
-    seq: int | None
-    created_at: float
-    lexical: float | None
-    similarity: float | None
-    context: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +37,8 @@ class Embed:
 
 @dataclass(frozen=True, slots=True)
 class Db:
-    """Request: run ``op()`` (a generator of statements) in a read or write call."""
+    """Request: run ``op()`` (a generator of statements) in a read or write call
+    (``db.run_statements(op, write=write)``)."""
 
     op: Callable[[], Generator[Any, Any, Any]]
     write: bool

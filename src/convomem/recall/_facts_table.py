@@ -10,8 +10,8 @@ Erasure: ``RecallIndex.erase_user`` deletes the row; the store's ``erase_user`` 
 deletion that removes a user's *last* session: ``delete_session``, a TTL sweep) deletes
 it too, by a trigger on the sessions table, in the same transaction.
 
-The operations are generators of ``Q`` statements, run by the index's driver like the
-recall backends' (``_sqlite_recall.perform``, the PostgreSQL store's statements).
+The operations are generators of ``Q`` statements, run by the store database
+(``run_statements``) like the recall backends'.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from collections.abc import Collection, Generator
 from typing import Any, Final
 
 from ..errors import ConcurrentUpdate, StoreError
+from ..stores.statements import Q
 from ..summaries.keyed import KeyedFact
 from ..summaries.supersession import FactHistory
-from ._backend import Q, Scope
+from ._backend import Scope
 
 Op = Generator[Q, Any, Any]
 

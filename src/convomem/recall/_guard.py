@@ -14,7 +14,8 @@ from typing import Any, Final, Literal, Protocol
 from .. import _check
 from ..errors import ConfigError, EmbeddingError, StoreError, TransientError, bounded_repr
 from ..retry.breaker import CircuitBreaker
-from ._core import Hit, scope_of
+from ._backend import Hit
+from ._core import scope_of
 
 log = logging.getLogger("convomem.recall")
 

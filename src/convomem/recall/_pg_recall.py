@@ -21,19 +21,23 @@
 - A trigger deletes a session's items (their keys by the cascade) when the store deletes
   the session.
 
-Operations are generators of statements (``Q``) run by the store's sync or async driver.
+The tables' DDL is ``_pg_tables``'s, the ``terms`` column's ``_pg_terms``'s. Operations are
+generators of statements (``Q``) run by the store database's sync or async driver
+(``run_statements``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Generator, Sequence
-from typing import Any, Final
+from typing import Any
 
 from .._expiry import expired_sessions_sql
 from ..errors import ConfigError
-from ._backend import Item, Q, Row, Scope, embedding_meta
-from ._pg_terms import index_terms, terms_column
+from ..stores.statements import Q
+from ._backend import Item, Row, Scope, embedding_meta
+from ._pg_tables import Tables, hnsw, migrate
+from ._pg_terms import index_terms
 from .fusion import K1, VECTOR_TOLERANCE, B
 
 Op = Generator[Q, Any, Any]
@@ -101,14 +105,6 @@ top; ``vector`` fetches four times more while the best items are not settled by 
 (at 10^4 messages of ~3.8 keys, 2 settled 98% of searches at once; 4 cost ~1.7x more)."""
 
 
-NO_PGVECTOR: Final = (
-    "recall: this PostgreSQL server lacks the pgvector extension the recall index needs "
-    "(https://github.com/pgvector/pgvector; then CREATE EXTENSION vector, or let convomem "
-    "create it); or run without recall: convomem serve --no-recall "
-    "(Settings(use_recall=False)), or give the index another database with --recall URL"
-)
-
-
 class PgRecall:
     """The PostgreSQL dialect of the recall operations."""
 
@@ -116,84 +112,16 @@ class PgRecall:
 
     def __init__(self, np: Any, schema: str) -> None:
         self.np = np
-        self.schema = schema
-        self.items = f"{schema}.convomem_recall_items"
-        self.meta = f"{schema}.convomem_recall_meta"
-        self.keys = f"{schema}.convomem_recall_keys"
+        self.tables = Tables.in_schema(schema)
+        self.schema, self.items = schema, self.tables.items
+        self.meta, self.keys = self.tables.meta, self.tables.keys
         self.dim: int | None = None
         self.model: str | None = None  # the embedder's name (set by the index)
         self.built_with: str | None = None  # the name the index's vectors were made by
         self.iterative: bool | None = None
 
     def migrate(self) -> Op:
-        s, items = self.schema, self.items
-        yield Q.run("SELECT pg_advisory_xact_lock(hashtext('convomem_recall_migrate'))")
-        found = yield Q.one(
-            "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
-        )
-        if not found[0]:
-            raise ConfigError(NO_PGVECTOR)
-        yield Q.run("CREATE EXTENSION IF NOT EXISTS vector")
-        for sql in (
-            f"""CREATE TABLE IF NOT EXISTS {items} (
-                rid BIGSERIAL PRIMARY KEY,
-                tenant TEXT NOT NULL,
-                user_id TEXT NOT NULL,
-                session_id TEXT NOT NULL,
-                message_id TEXT NOT NULL,
-                seq BIGINT,
-                kind TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                text TEXT NOT NULL,
-                terms TEXT NOT NULL DEFAULT '',
-                tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', terms)) STORED,
-                vec VECTOR NOT NULL,
-                UNIQUE (tenant, user_id, session_id, message_id)
-            )""",
-            f"CREATE INDEX IF NOT EXISTS convomem_recall_by_user ON {items} (tenant, user_id, rid)",
-            "CREATE INDEX IF NOT EXISTS convomem_recall_by_seq "
-            f"ON {items} (tenant, user_id, session_id, seq)",
-            "CREATE INDEX IF NOT EXISTS convomem_recall_by_session "
-            f"ON {items} (tenant, session_id)",
-            f"CREATE INDEX IF NOT EXISTS convomem_recall_tsv ON {items} USING gin (tsv)",
-            f"CREATE TABLE IF NOT EXISTS {self.meta} (key TEXT PRIMARY KEY, value TEXT)",
-            f"""CREATE OR REPLACE FUNCTION {s}.convomem_recall_session_gone() RETURNS trigger
-            LANGUAGE plpgsql AS $$
-            BEGIN
-                DELETE FROM {items} WHERE tenant = OLD.tenant AND session_id = OLD.session_id;
-                RETURN NULL;
-            END $$""",
-            "CREATE OR REPLACE TRIGGER convomem_recall_session_gone AFTER DELETE ON "
-            f"{s}.convomem_sessions FOR EACH ROW EXECUTE FUNCTION "
-            f"{s}.convomem_recall_session_gone()",
-            f"""CREATE TABLE IF NOT EXISTS {self.keys} (
-                rid BIGINT NOT NULL REFERENCES {items} (rid) ON DELETE CASCADE,
-                k INTEGER NOT NULL,
-                tenant TEXT NOT NULL,
-                user_id TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                vec VECTOR NOT NULL,
-                PRIMARY KEY (rid, k)
-            )""",
-            "CREATE INDEX IF NOT EXISTS convomem_recall_keys_by_user "
-            f"ON {self.keys} (tenant, user_id, rid)",
-        ):
-            yield Q.run(sql)
-        yield from terms_column(self.schema, self.items)
-        row = yield Q.one(f"SELECT value FROM {self.meta} WHERE key = 'dim'")
-        if row is not None:  # a store from before the keys table: index its keys too
-            yield from self._hnsw(int(row[0]))
-
-    def _hnsw(self, dim: int) -> Op:
-        for name, table in (
-            ("convomem_recall_hnsw", self.items),
-            ("convomem_recall_keys_hnsw", self.keys),
-        ):
-            yield Q.run(
-                f"CREATE INDEX IF NOT EXISTS {name} ON "
-                f"{table} USING hnsw ((vec::vector({int(dim)})) vector_cosine_ops)"
-            )
+        return migrate(self.tables)
 
     def _version(self) -> Op:
         if self.iterative is None:
@@ -210,7 +138,7 @@ class PgRecall:
             f"INSERT INTO {self.meta} VALUES (%s, %s) ON CONFLICT DO NOTHING",
         )
         if recorded and self.dim is not None:
-            yield from self._hnsw(self.dim)
+            yield from hnsw(self.tables, self.dim)
         return self.dim
 
     def known(self, scope: Scope, session_id: str, ids: Sequence[str]) -> Op:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ._backend import Q
+from ..stores.statements import Q
 from .analyze import terms as analyzed
 
 Op = Generator[Q, Any, Any]
@@ -17,15 +17,18 @@ def index_terms(text: str) -> str:
     return " ".join(analyzed(text))
 
 
-def terms_column(schema: str, items: str) -> Op:
+def terms_column(items: str) -> Op:
     """A store from before ``terms`` (its ``tsv`` made from the text itself): each
     row's terms computed here (``analyze.terms``, in pages), then ``tsv`` remade from
-    them, so both backends match the same words."""
+    them, so both backends match the same words. ``items`` is the table's qualified
+    name (its schema quoted), resolved by the server (``regclass``): an up-to-date
+    table is left as it is."""
     yield Q.run(f"ALTER TABLE {items} ADD COLUMN IF NOT EXISTS terms TEXT NOT NULL DEFAULT ''")
     row = yield Q.one(
-        "SELECT generation_expression FROM information_schema.columns WHERE "
-        "table_schema = %s AND table_name = 'convomem_recall_items' AND column_name = 'tsv'",
-        (schema,),
+        "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_attrdef d "
+        "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+        "WHERE a.attrelid = %s::regclass AND a.attname = 'tsv' AND NOT a.attisdropped",
+        (items,),
     )
     if row is not None and "terms" in str(row[0]):
         return

@@ -34,10 +34,9 @@ import dataclasses
 import datetime as dt
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:  # _core calls factors(); rerank() only handles its hits
-    from ._core import Hit
+from ._backend import Hit
 
 RECENCY_BOOST: Final = 0.5
 DATE_BOOST: Final = 0.3

@@ -1,21 +1,37 @@
 """What ``RecallIndex`` and ``AsyncRecallIndex`` share: the options both check the same
-way, which backend a database gets, and the checks of ``save_facts`` and ``delete``."""
+way, which backend a database gets, and ``IndexBase``, which builds every request of
+every method (the ``_core`` generators, the ``Db`` operations and their checks); the
+twins only run them, the sync one with ``_io.drive`` and ``run_statements``, the async
+one with ``_io.adrive`` and ``await run_statements``."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from .. import _check
+from .. import _check, _io
 from ..errors import ConcurrentUpdate, ConfigError, MissingDependency
+from ..stores.database import AsyncStoreDatabase, StoreDatabase, StoreKind
+from ..stores.records import check_name
 from ..summaries.supersession import FactHistory
-from ._backend import model_of
-from ._core import Embed, Gen, Planned, add_gen, check_as_of, check_kinds, scope_of, search_gen
-from ._facts_table import FactsTable, dump, without
+from ._backend import Scope, model_of
+from ._core import (
+    Db,
+    Embed,
+    Gen,
+    Planned,
+    add_gen,
+    check_as_of,
+    check_kinds,
+    scope_of,
+    search_gen,
+)
+from ._facts_table import FactsTable, UserFacts, dump, history_of, without
 from .cache import EmbeddingCache
-from .embedders import EmbedderLike, _numpy, query_side
-from .fusion import FUSIONS, linear_weight_of, vector_weight_of
+from .embedders import EmbedderLike, _numpy, embedder_named, query_side
+from .fusion import FUSIONS, RRF_K, linear_weight_of, vector_weight_of
 from .keys import keys_for
 
 QUERY_CACHE: Final = 10_000
@@ -30,19 +46,23 @@ def _np() -> Any:
     return np
 
 
-def _kind_of(db: object) -> str:
-    module = type(db).__module__
-    if module in ("convomem.stores.sqlite", "convomem.stores.sqlite_async"):
-        return "sqlite"
-    if module in ("convomem.stores.postgres", "convomem.stores.postgres_async"):
-        return "postgresql"
-    raise ConfigError(
-        f"db={db!r}: a RecallIndex needs a store database with search; supported: "
-        f"{_SUPPORTED} (Redis has no vector search here)"
-    )
+def search_kind(db: object, *, asynchronous: bool) -> StoreKind:
+    """The kind of ``db`` when a recall index can keep its tables there: a store
+    database (async when ``asynchronous``) with search."""
+    if not isinstance(db, StoreDatabase | AsyncStoreDatabase) or db.kind == "redis":
+        raise ConfigError(
+            f"db={db!r}: a RecallIndex needs a store database with search; supported: "
+            f"{_SUPPORTED} (Redis has no vector search here)"
+        )
+    if _io.is_async_callable(db.run_statements) != asynchronous:
+        twin = "AsyncRecallIndex" if not asynchronous else "RecallIndex"
+        what = "an async" if not asynchronous else "a sync"
+        raise ConfigError(f"db={db!r}: {what} database; use {twin}")
+    return db.kind
 
 
-def _check_url(url: str) -> None:
+def check_url(url: str) -> None:
+    """ConfigError unless the store ``url`` names can hold a recall index."""
     from ..stores.url import parse_store_url
 
     if parse_store_url(url).scheme not in ("sqlite", "postgresql", "postgres"):
@@ -52,13 +72,7 @@ def _check_url(url: str) -> None:
         )
 
 
-def _facts_table(kind: str, db: Any) -> FactsTable:
-    if kind == "sqlite":
-        return FactsTable("sqlite")
-    return FactsTable("postgresql", db._settings.schema)
-
-
-def _backend(kind: str, np: Any, db: Any, embedder: object) -> Any:
+def make_backend(kind: StoreKind, np: Any, db: Any, embedder: object) -> Any:
     """The backend of ``db``, knowing the name of ``embedder``'s model (``same_embedder``)."""
     backend: Any
     if kind == "sqlite":
@@ -68,7 +82,7 @@ def _backend(kind: str, np: Any, db: Any, embedder: object) -> Any:
     else:
         from ._pg_recall import PgRecall
 
-        backend = PgRecall(np, db._settings.schema)
+        backend = PgRecall(np, db.schema)
     backend.model = model_of(embedder)
     return backend
 
@@ -157,7 +171,148 @@ class _Options:
         )
 
 
-def erase_op(backend: Any, table: FactsTable, scope: Any) -> Any:
+class IndexBase:
+    """What ``RecallIndex`` and ``AsyncRecallIndex`` hold and build the same way (see
+    ``RecallIndex`` for the options): the checked options, the database's backend and
+    facts table, and each method's requests, checked before any I/O."""
+
+    asynchronous: ClassVar[bool] = False
+    _owned: bool
+    """Whether the index opened its database (and closes it): set by ``_database``."""
+
+    def __init__(
+        self,
+        db: StoreDatabase | AsyncStoreDatabase | str,
+        *,
+        embedder: EmbedderLike | str | None = None,
+        candidates: int = 50,
+        rrf_k: int = RRF_K,
+        cache_size: int = 100_000,
+        batch_size: int = 256,
+        clock: Callable[[], float] = time.time,
+        vector_weight: float | None = None,
+        keys: Sequence[str] | None = None,
+        rerank: bool = True,
+        fusion: str = "linear",
+    ) -> None:
+        named = embedder_named(embedder) if isinstance(embedder, str) else embedder
+        self._opts = _Options(
+            named,
+            candidates,
+            rrf_k,
+            cache_size,
+            batch_size,
+            clock,
+            vector_weight,
+            keys,
+            rerank,
+            fusion,
+        )
+        self.db: Any = self._database(db)
+        try:
+            kind = search_kind(self.db, asynchronous=self.asynchronous)
+            self.backend = make_backend(kind, self._opts.np, self.db, self._opts.embedder)
+            self.facts_table = FactsTable(kind, self.db.schema)
+            self._start()
+        except BaseException:
+            if self._owned:  # the sync twin opened it from a URL
+                self.db.close()
+            raise
+
+    def _database(self, db: object) -> Any:
+        """The database ``db`` names, ``_owned`` when the index opened it (the sync twin
+        opens a URL)."""
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        """What the twin does once its database is known (the sync one migrates)."""
+
+    @property
+    def embedded(self) -> int:
+        """Texts embedded since the index was made (each distinct text once; queries
+        apart from messages when the embedder embeds them apart, ``embed_query``)."""
+        return self._opts.embedded()
+
+    def _embed(self, req: Embed) -> EmbeddingCache:
+        return self._opts.cache_for(req)
+
+    def _migrations(self) -> tuple[Db, Db]:
+        return Db(self.backend.migrate, True), Db(self.facts_table.migrate, True)
+
+    def _add_gen(self, plan: Planned) -> Gen:
+        return self._opts.add_gen(self.backend, plan)
+
+    def _search_gen(
+        self,
+        query: str,
+        user_id: str,
+        k: int,
+        tenant: str | None,
+        kinds: Sequence[str] | str | None,
+        as_of: float | None,
+        neighbours: int,
+        distinct: bool,
+    ) -> Gen:
+        return self._opts.search_gen(
+            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours, distinct
+        )
+
+    def _delete(
+        self,
+        user_id: str,
+        session_id: str | None,
+        message_ids: Sequence[str] | None,
+        tenant: str | None,
+    ) -> Db:
+        scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
+        now, backend, table = self._opts.clock(), self.backend, self.facts_table
+        return Db(lambda: delete_op(backend, table, scope, sid, ids, now), True)
+
+    def _erase(self, user_id: str, tenant: str | None) -> Db:
+        scope, backend, table = scope_of(user_id, tenant), self.backend, self.facts_table
+        return Db(lambda: erase_op(backend, table, scope), True)
+
+    def _expired(self, user_id: str, tenant: str | None) -> Db:
+        scope, now, backend = scope_of(user_id, tenant), self._opts.clock(), self.backend
+        return Db(lambda: backend.expired(scope, now), False)
+
+    def _facts(
+        self, user_id: str, tenant: str | None, options: dict[str, Any]
+    ) -> tuple[Db, Callable[[Any], UserFacts]]:
+        """The read of the user's facts, and what makes its ``UserFacts``."""
+        scope, now, backend, table = (
+            scope_of(user_id, tenant),
+            self._opts.clock(),
+            self.backend,
+            self.facts_table,
+        )
+
+        def done(found: Any) -> UserFacts:
+            loaded, gone = found
+            return history_of(loaded, scope, tenant, gone, **options)
+
+        return Db(lambda: facts_op(backend, table, scope, now), False), done
+
+    def _facts_version(self, user_id: str, tenant: str | None) -> Db:
+        scope, table = scope_of(user_id, tenant), self.facts_table
+        return Db(lambda: table.version(scope), False)
+
+    def _save_facts(
+        self, user_id: str, history: FactHistory, tenant: str | None, expected_version: int | None
+    ) -> tuple[Db, Callable[[int], int]]:
+        """The save of the user's facts, and what records its new version."""
+        scope, state, expected = check_save(user_id, history, tenant, expected_version)
+        now, table = self._opts.clock(), self.facts_table
+
+        def done(version: int) -> int:
+            if isinstance(history, UserFacts):
+                history.version = version
+            return version
+
+        return Db(lambda: table.save(scope, state, expected, now), True), done
+
+
+def erase_op(backend: Any, table: FactsTable, scope: Scope) -> Any:
     """Delete every item of the scope, its facts and whatever names the user, in one
     transaction."""
     n = yield from backend.delete(scope, None, None)
@@ -223,8 +378,6 @@ def check_save(
 def _check_delete(
     user_id: object, session_id: object, message_ids: object, tenant: object
 ) -> tuple[Any, str | None, list[str] | None]:
-    from ..stores.records import check_name
-
     scope = scope_of(user_id, tenant)
     sid = check_name("session_id", session_id, optional=True)
     ids = None

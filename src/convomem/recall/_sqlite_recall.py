@@ -19,7 +19,7 @@ user's texts and their session neighbours', and one float32 matrix product over 
 user's vectors (numpy). Earlier
 versions kept an FTS5 index; ``migrate`` drops it (FTS5's per-row ``bm25()`` was what
 made a query with a common word slow). Operations are generators of statements (``Q``),
-run on the store's own connections.
+run by the store database (``run_statements``) on its own connections.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from collections.abc import Generator, Sequence
 from typing import Any, Final
 
 from .._expiry import expired_sessions_sql
+from ..stores.statements import Q
 from . import _partition, _snapshot
-from ._backend import Item, Q, Row, Scope, embedding_meta
+from ._backend import Item, Row, Scope, embedding_meta
 from ._partition import Partition
 from ._snapshot import MIN_ROWS
 
@@ -393,14 +394,3 @@ class SQLiteRecall:
                 sql + f" AND message_id IN ({', '.join('?' * len(chunk))})", (*params, *chunk)
             )
         return total
-
-
-def perform(conn: Any, q: Q) -> Any:
-    """Run one statement on a store connection (``_sqlite_ops.Conn``)."""
-    if q.fetch == "many":
-        return conn.many(q.sql, q.params)
-    if q.fetch == "run":
-        return conn.run(q.sql, q.params).rowcount
-    if q.fetch == "one":
-        return conn.one(q.sql, q.params)
-    return conn.all(q.sql, q.params)

@@ -14,7 +14,7 @@ from .. import _check
 from .._io import is_async_callable
 from ..errors import ConfigError, EmbeddingError, InvalidMessage
 from ..model import Message
-from .embedders import EmbedderLike, HashingEmbedder, Vector, _numpy
+from .embedders import EmbedderLike, Vector, _numpy
 
 # -- EmbeddingCache --------------------------------------------------------------------
 
@@ -40,9 +40,12 @@ def _refuse_awaitable(result: Any, where: str) -> Any:
 
 
 def _sync_caller(embedder: object) -> _SyncFn | None:
-    """The embedder's best synchronous texts -> outputs function, if it has one."""
-    if type(embedder) is HashingEmbedder and embedder._np is not None:
-        return embedder._embed_matrix  # the same vectors, without a detour through lists
+    """The embedder's best synchronous texts -> outputs function, if it has one: its
+    ``embed_matrix`` when numpy is installed (no list per vector), else ``embed_batch``,
+    else ``embed`` of each text."""
+    matrix = _method(embedder, "embed_matrix")
+    if matrix is not None and not is_async_callable(matrix) and _numpy() is not None:
+        return matrix
     batch = _method(embedder, "embed_batch")
     if batch is not None and not is_async_callable(batch):
         fn_b = batch

@@ -34,8 +34,10 @@ class Embedder(Protocol):
     """What convomem needs from an embedder: ``embed(text) -> vector``.
 
     Optional methods, used when present: ``embed_batch(texts) -> list[vector]`` (one
-    call for many texts) and the async twins ``aembed`` / ``aembed_batch``, which the
-    async APIs await natively. A model trained with a query side (E5's ``query:`` and
+    call for many texts; a 2-D numpy array is taken as it is), ``embed_matrix(texts)``
+    (the same vectors as one 2-D numpy array: ``EmbeddingCache`` prefers it when numpy
+    is installed, no list per vector) and the async twins ``aembed`` / ``aembed_batch``,
+    which the async APIs await natively. A model trained with a query side (E5's ``query:`` and
     ``passage:``) adds ``embed_query(text)`` (or ``aembed_query``): a recall search
     embeds its query with it and the messages it searches with ``embed``. ``name``, when
     present, names the model its vectors come from: a recall index records it and
@@ -316,10 +318,18 @@ class HashingEmbedder:
         norm[norm == 0.0] = np.inf  # a zero vector stays zero
         return vec / norm[:, None]
 
-    def _embed_matrix(self, texts: Sequence[str]) -> Any:
-        """``embed_batch`` as a float64 matrix (numpy only): EmbeddingCache's fast path."""
-        prepared = [self._prepare(t) for t in texts]
+    def embed_matrix(self, texts: Sequence[str]) -> Any:
+        """``embed_batch`` as one float64 numpy matrix (a row a text): what
+        ``EmbeddingCache`` asks for, without a list per vector. Vectorized with the numpy
+        backend; with ``backend="python"`` the rows are hashed in Python. Needs numpy."""
         np = self._np
+        if np is None:
+            np = _numpy()
+            if np is None:
+                raise MissingDependency("HashingEmbedder.embed_matrix", "numpy", "numpy")
+            rows = [self._embed_python(self._prepare(t)) for t in texts]
+            return np.array(rows, dtype=np.float64).reshape(len(rows), self.dim)
+        prepared = [self._prepare(t) for t in texts]
         blocks = []
         group: list[str] = []
         chars = 0
@@ -345,7 +355,7 @@ class HashingEmbedder:
         """``embed`` of each text, in order (vectorized with numpy when available)."""
         if self._np is None:
             return [self._embed_python(self._prepare(t)) for t in texts]
-        out: list[list[float]] = self._embed_matrix(texts).tolist()
+        out: list[list[float]] = self.embed_matrix(texts).tolist()
         return out
 
     def __repr__(self) -> str:

@@ -44,7 +44,7 @@ from typing import Any
 from .._io import is_async_callable
 from ..errors import ConfigError, bounded_repr
 from ..retry.breaker import CircuitBreaker
-from ._core import Hit
+from ._backend import Hit
 from ._guard import (
     OUTAGES,
     AsyncSearchable,

@@ -36,68 +36,27 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .. import _io
-from ..errors import ConfigError
 from ..model import Message
 from ..stores.database import StoreDatabase
 from ..summaries.supersession import FactHistory
-from ._core import (
-    Db,
-    Embed,
-    Hit,
-    Planned,
-    plan_add,
-    scope_of,
-)
-from ._facts_table import UserFacts, history_of
-from ._setup import (
-    _backend,
-    _check_delete,
-    _check_url,
-    _facts_table,
-    _kind_of,
-    _Options,
-    check_save,
-    delete_op,
-    erase_op,
-    facts_op,
-)
-from .embedders import EmbedderLike, embedder_named
-from .fusion import RRF_K
+from ._backend import Hit
+from ._core import Db, Embed, Planned, plan_add
+from ._facts_table import UserFacts
+from ._setup import IndexBase, check_url
 
 __all__ = ["Hit", "RecallIndex"]
 
 
-def _sync_runner(kind: str, db: Any) -> Callable[[Db], Any]:
-    if kind == "sqlite":
-        from ..stores._sqlite_calls import Call
-        from ._sqlite_recall import perform
-
-        def run_sqlite(req: Db) -> Any:
-            def fn(tx: Any) -> Any:
-                return _io.drive(req.op(), lambda q: perform(tx.conn, q))
-
-            return db._run(Call(fn, req.write))
-
-        return run_sqlite
-    from ..stores._pg_calls import Call as PgCall
-    from ..stores._pg_ops import in_tx
-
-    def run_pg(req: Db) -> Any:
-        return db._run(PgCall(lambda tx: in_tx(tx, req.op()) if req.write else req.op()))
-
-    return run_pg
-
-
-class RecallIndex:
+class RecallIndex(IndexBase):
     """Hybrid recall over a store database (sync); see the module docstring.
 
-    ``db_or_url`` is a ``StoreDatabase`` from ``open_store`` (SQLite or PostgreSQL) or a
-    URL (the index opens the database and closes it with ``close()``). ``embedder``
+    ``db`` is a store database from ``open_store`` (SQLite or PostgreSQL), whose
+    ``run_statements`` runs the index's statements, or a URL (the index opens the
+    database and closes it with ``close()``). ``embedder``
     defaults to ``StaticEmbedder()`` (MiniLM distilled into a token table, shipped); a
     spec string names one (``embedder_named``: ``"static"``, ``"hashing"``, ``"minilm"``,
     ``"e5"``, ``"openai:MODEL"``); ``candidates`` is how many lexical and how many vector
@@ -112,63 +71,31 @@ class RecallIndex:
     the best candidates, newer or dated items up (``_rerank``), before the cut to ``k``.
     """
 
-    def __init__(
-        self,
-        db_or_url: StoreDatabase | str,
-        *,
-        embedder: EmbedderLike | str | None = None,
-        candidates: int = 50,
-        rrf_k: int = RRF_K,
-        cache_size: int = 100_000,
-        batch_size: int = 256,
-        clock: Callable[[], float] = time.time,
-        vector_weight: float | None = None,
-        keys: Sequence[str] | None = None,
-        rerank: bool = True,
-        fusion: str = "linear",
-    ) -> None:
-        named = embedder_named(embedder) if isinstance(embedder, str) else embedder
-        self._opts = _Options(
-            named,
-            candidates,
-            rrf_k,
-            cache_size,
-            batch_size,
-            clock,
-            vector_weight,
-            keys,
-            rerank,
-            fusion,
-        )
-        self._owned = isinstance(db_or_url, str)
-        if isinstance(db_or_url, str):
+    db: StoreDatabase
+
+    def _database(self, db: object) -> Any:
+        self._owned = isinstance(db, str)
+        if isinstance(db, str):
             from ..stores.opening import open_store
 
-            _check_url(db_or_url)
-            db_or_url = open_store(db_or_url)
-        self.db = db_or_url
-        kind = _kind_of(db_or_url)
-        if kind == "sqlite" and type(db_or_url).__name__.startswith("Async"):
-            raise ConfigError(f"db={db_or_url!r}: an async database; use AsyncRecallIndex")
-        self.backend = _backend(kind, self._opts.np, db_or_url, self._opts.embedder)
-        self._run_db = _sync_runner(kind, db_or_url)
-        self.facts_table = _facts_table(kind, db_or_url)
-        self._run_db(Db(self.backend.migrate, True))
-        self._run_db(Db(self.facts_table.migrate, True))
+            check_url(db)
+            return open_store(db)
+        return db
+
+    def _start(self) -> None:
+        for migration in self._migrations():
+            self._run_db(migration)
         self._queue: queue.Queue[Planned | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._errors: list[BaseException] = []
         self._lock = threading.Lock()
 
-    @property
-    def embedded(self) -> int:
-        """Texts embedded since the index was made (each distinct text once; queries
-        apart from messages when the embedder embeds them apart, ``embed_query``)."""
-        return self._opts.embedded()
+    def _run_db(self, req: Db) -> Any:
+        return self.db.run_statements(req.op, write=req.write)
 
     def _perform(self, req: Embed | Db) -> Any:
         if isinstance(req, Embed):
-            return self._opts.cache_for(req).vectors(req.messages)
+            return self._embed(req).vectors(req.messages)
         return self._run_db(req)
 
     def add(
@@ -190,7 +117,7 @@ class RecallIndex:
         return int(self._add(plan))
 
     def _add(self, plan: Planned) -> Any:
-        return _io.drive(self._opts.add_gen(self.backend, plan), self._perform)
+        return _io.drive(self._add_gen(plan), self._perform)
 
     def submit(
         self,
@@ -254,9 +181,7 @@ class RecallIndex:
         (``Hit.context``; one more statement per search). ``distinct``: of items with
         the same text, the best only (False: every item, e.g. records that happen to
         hold equal texts)."""
-        gen = self._opts.search_gen(
-            self.backend, query, user_id, tenant, k, kinds, as_of, neighbours, distinct
-        )
+        gen = self._search_gen(query, user_id, k, tenant, kinds, as_of, neighbours, distinct)
         hits: list[Hit] = _io.drive(gen, self._perform)
         return hits
 
@@ -271,46 +196,33 @@ class RecallIndex:
         """Delete the user's items of ``session_id`` (only ``message_ids`` when given;
         those ids in every session with ``session_id=None``); how many. A whole
         session's facts go too (the user's other facts are filed again without them)."""
-        scope, sid, ids = _check_delete(user_id, session_id, message_ids, tenant)
-        now = self._opts.clock()
-        table = self.facts_table
-        n: int = self._run_db(
-            Db(lambda: delete_op(self.backend, table, scope, sid, ids, now), True)
-        )
+        n: int = self._run_db(self._delete(user_id, session_id, message_ids, tenant))
         return n
 
     def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
         """Delete every item of ``user_id`` in ``tenant``, and the user's facts; how many
         items."""
-        scope = scope_of(user_id, tenant)
-        n: int = self._run_db(Db(lambda: erase_op(self.backend, self.facts_table, scope), True))
+        n: int = self._run_db(self._erase(user_id, tenant))
         return n
 
     def expired_sessions(self, user_id: str, *, tenant: str | None = None) -> frozenset[str]:
         """The ids of the user's sessions expired now (``stores.expiry``), whose items
         ``search`` does not find and whose facts ``facts`` does not serve: what a cache
         of anything read from them must be checked against."""
-        scope = scope_of(user_id, tenant)
-        now = self._opts.clock()
-        gone = self._run_db(Db(lambda: self.backend.expired(scope, now), False))
-        return frozenset(gone)
+        return frozenset(self._run_db(self._expired(user_id, tenant)))
 
     def facts(self, user_id: str, *, tenant: str | None = None, **options: Any) -> UserFacts:
         """The long-term facts of ``user_id`` (in ``tenant``), shared by all the user's
         sessions: a ``FactHistory`` (``current()``, ``history(attr)`` for "what was my
         old address?") whose ``version`` goes back to ``save_facts``. ``options`` are
         ``FactHistory``'s (``extractor=``, ``tokenizer=``)."""
-        scope = scope_of(user_id, tenant)
-        now = self._opts.clock()
-        op = Db(lambda: facts_op(self.backend, self.facts_table, scope, now), False)
-        loaded, gone = self._run_db(op)
-        return history_of(loaded, scope, tenant, gone, **options)
+        read, done = self._facts(user_id, tenant, options)
+        return done(self._run_db(read))
 
     def facts_version(self, user_id: str, *, tenant: str | None = None) -> int:
         """The version ``facts(user_id)`` would have now (0: none stored), in one indexed
         read: what a cached copy of the facts is checked against."""
-        scope = scope_of(user_id, tenant)
-        n: int = self._run_db(Db(lambda: self.facts_table.version(scope), False))
+        n: int = self._run_db(self._facts_version(user_id, tenant))
         return n
 
     def save_facts(
@@ -324,12 +236,8 @@ class RecallIndex:
         """Store ``history`` as the facts of ``user_id``; the new version. With
         ``expected_version`` (``history.version`` of ``facts()``; 0: nothing stored yet)
         only over that version, else ``ConcurrentUpdate`` and nothing is written."""
-        scope, state, expected = check_save(user_id, history, tenant, expected_version)
-        now = self._opts.clock()
-        n: int = self._run_db(Db(lambda: self.facts_table.save(scope, state, expected, now), True))
-        if isinstance(history, UserFacts):
-            history.version = n
-        return n
+        save, done = self._save_facts(user_id, history, tenant, expected_version)
+        return done(self._run_db(save))
 
     def close(self) -> None:
         """Finish the queued work, stop the worker; close the database if the index

@@ -2,8 +2,9 @@
 idempotency records, so every replica over the same store shares them.
 
 ``Records(db, name)`` is a table ``convomem_<name>`` (``id`` primary key, ``body`` JSON
-text, ``created_at``) in SQLite and PostgreSQL, run through the store's own driver (its
-retries and error mapping, as ``recall`` does); in Redis a hash ``<prefix>:<name>``.
+text, ``created_at``) in SQLite and PostgreSQL (in the store's schema), run through the
+store's statement hook (``run_statements``: its retries, error mapping and work counts,
+as ``recall`` does); in Redis a hash ``<prefix>:<name>``.
 
 With ``ttl`` a record is gone ``ttl`` seconds after it was written: the SQL tables drop
 older records as new ones are added (and never return one); in Redis the records whose
@@ -19,26 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, Final
 
+from .. import _io
 from ..errors import ConfigError
-from ..stores._redis_lua import script
 from ..stores.database import AsyncStoreDatabase
+from ..stores.statements import Command, Eval, Q, script
 
-__all__ = ["Records", "store_kind"]
+__all__ = ["Records"]
 
 _INSERT = "INSERT INTO {t} (id, body, created_at) VALUES (%s, %s, %s)"
-
-
-def store_kind(db: object) -> str:
-    """``"sqlite"``, ``"postgresql"`` or ``"redis"``: the backend of an async database."""
-    module = type(db).__module__
-    for suffix, kind in (
-        ("sqlite_async", "sqlite"),
-        ("postgres_async", "postgresql"),
-        ("redis_async", "redis"),
-    ):
-        if module.endswith(suffix):
-            return kind
-    raise ConfigError(f"db={db!r}: the service needs a SQLite, PostgreSQL or Redis store")
 
 
 def _text(value: Any) -> str:
@@ -73,36 +62,36 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-def _cmd(*args: Any) -> Any:
-    from ..stores._redis_ops import Command
-
-    return Command(args)
-
-
 class Records:
     """The records ``name`` of one store database (see the module docstring)."""
 
-    def __init__(self, db: AsyncStoreDatabase, name: str, *, ttl: float | None = None) -> None:
+    def __init__(self, db: object, name: str, *, ttl: float | None = None) -> None:
+        if not isinstance(db, AsyncStoreDatabase) or not _io.is_async_callable(db.run_statements):
+            raise ConfigError(f"db={db!r}: the service needs a store from aopen_store")
         self.db = db
-        self.kind = store_kind(db)
+        self.kind = db.kind
         self.name = name
         self.ttl = ttl
         self._ready = False
+        table = f"convomem_{name}"
+        self._index = f"{table}_created"
+        self._table = f"{db.schema}.{table}" if self.kind == "postgresql" else table
+        self._key = f"{db.prefix}:{name}"  # (Redis)
 
     async def get(self, rid: str, now: float | None = None) -> str | None:
         """The body of record ``rid`` (None: none, or, with ``ttl``, older than it at
         ``now``)."""
         if self.kind == "redis":
             if self.ttl is None:
-                raw = await self._redis(lambda k: (yield _cmd("HGET", k, rid)))
+                raw = await self._redis(lambda k: (yield Command(("HGET", k, rid))))
                 return None if raw is None else _text(raw)
             group, rest = _split(rid)
-            raw = await self._redis(lambda k: (yield _cmd("HGET", f"{k}:{group}", rest)))
+            raw = await self._redis(lambda k: (yield Command(("HGET", f"{k}:{group}", rest))))
             if raw is None:
                 return None
             at, _, body = _text(raw).partition(" ")
             return None if self._stale(float(at), now) else body
-        row = await self._sql([("SELECT body, created_at FROM {t} WHERE id = %s", (rid,), "one")])
+        row = await self._sql([Q.one("SELECT body, created_at FROM {t} WHERE id = %s", (rid,))])
         return None if row is None or self._stale(float(row[1]), now) else str(row[0])
 
     def _stale(self, created_at: float, now: float | None) -> bool:
@@ -113,33 +102,18 @@ class Records:
         if self.kind == "redis":
             await self._redis(lambda k: self._set(k, rid, body, now, only_new=False))
             return
-        await self._sql(
-            [
-                ("DELETE FROM {t} WHERE id = %s", (rid,), "run"),
-                (
-                    "INSERT INTO {t} (id, body, created_at) VALUES (%s, %s, %s)",
-                    (rid, body, now),
-                    "run",
-                ),
-            ],
-            write=True,
-        )
+        delete = Q.run("DELETE FROM {t} WHERE id = %s", (rid,))
+        await self._sql([delete, Q.run(_INSERT, (rid, body, now))], write=True)
 
     async def add(self, rid: str, body: str, now: float) -> bool:
         """Write record ``rid`` unless it exists; whether it was written."""
         if self.kind == "redis":
             done = await self._redis(lambda k: self._set(k, rid, body, now, only_new=True))
             return bool(done)
-        steps: list[tuple[str, tuple[Any, ...], str]] = []
+        steps: list[Q] = []
         if self.ttl is not None:
-            steps.append(("DELETE FROM {t} WHERE created_at < %s", (now - self.ttl,), "run"))
-        steps.append(
-            (
-                _INSERT + " ON CONFLICT (id) DO NOTHING",
-                (rid, body, now),
-                "run",
-            )
-        )
+            steps.append(Q.run("DELETE FROM {t} WHERE created_at < %s", (now - self.ttl,)))
+        steps.append(Q.run(_INSERT + " ON CONFLICT (id) DO NOTHING", (rid, body, now)))
         n = await self._sql(steps, write=True, result=-1)
         return bool(n)
 
@@ -147,12 +121,12 @@ class Records:
         """Delete record ``rid``; whether it was there."""
         if self.kind == "redis":
             if self.ttl is None:
-                n = await self._redis(lambda k: (yield _cmd("HDEL", k, rid)))
+                n = await self._redis(lambda k: (yield Command(("HDEL", k, rid))))
             else:
                 group, rest = _split(rid)
-                n = await self._redis(lambda k: (yield _cmd("HDEL", f"{k}:{group}", rest)))
+                n = await self._redis(lambda k: (yield Command(("HDEL", f"{k}:{group}", rest))))
             return bool(n)
-        n = await self._sql([("DELETE FROM {t} WHERE id = %s", (rid,), "run")], write=True)
+        n = await self._sql([Q.run("DELETE FROM {t} WHERE id = %s", (rid,))], write=True)
         return bool(n)
 
     async def drop(self, prefix: str) -> int:
@@ -163,23 +137,23 @@ class Records:
         if self.kind == "sqlite":  # a range of the primary key (SQLite compares bytes)
             end = prefix[:-1] + "0"  # "0" follows "/": every id with the prefix is below
             sql = "DELETE FROM {t} WHERE id >= %s AND id < %s"
-            return int(await self._sql([(sql, (prefix, end), "run")], write=True))
+            return int(await self._sql([Q.run(sql, (prefix, end))], write=True))
         if self.kind == "postgresql":  # (a collation may order "/" anywhere: no range)
             sql = "DELETE FROM {t} WHERE starts_with(id, %s)"
-            return int(await self._sql([(sql, (prefix,), "run")], write=True))
+            return int(await self._sql([Q.run(sql, (prefix,))], write=True))
         group, field_prefix = ("", prefix) if self.ttl is None else _split(prefix)
         if not field_prefix:
-            return int(await self._redis(lambda k: (yield _cmd("DEL", f"{k}:{group}"))))
+            return int(await self._redis(lambda k: (yield Command(("DEL", f"{k}:{group}")))))
         pattern = _glob_escape(field_prefix) + "*"
 
         def op(k: str) -> Generator[Any, Any, int]:
             hkey, cursor, n = (f"{k}:{group}" if group else k), "0", 0
             while True:
-                reply = yield _cmd("HSCAN", hkey, cursor, "MATCH", pattern, "COUNT", 500)
+                reply = yield Command(("HSCAN", hkey, cursor, "MATCH", pattern, "COUNT", 500))
                 cursor, found = _text(reply[0]), reply[1]  # (redis-py gives a dict)
                 fields = list(found) if isinstance(found, dict) else list(found)[0::2]
                 if fields:
-                    n += int((yield _cmd("HDEL", hkey, *fields)))
+                    n += int((yield Command(("HDEL", hkey, *fields))))
                 if cursor == "0":
                     return n
 
@@ -190,9 +164,9 @@ class Records:
         if self.kind == "redis":
             if self.ttl is not None:
                 raise ConfigError("values(): not kept for records with a ttl in Redis")
-            raw = await self._redis(lambda k: (yield _cmd("HVALS", k)))
+            raw = await self._redis(lambda k: (yield Command(("HVALS", k))))
             return [_text(v) for v in raw or []]
-        rows = await self._sql([("SELECT body FROM {t}", (), "all")])
+        rows = await self._sql([Q.all("SELECT body FROM {t}")])
         return [str(r[0]) for r in rows]
 
     # -- the backends -----------------------------------------------------------------
@@ -201,17 +175,15 @@ class Records:
         self, key: str, rid: str, body: str, now: float, *, only_new: bool
     ) -> Generator[Any, Any, Any]:
         if self.ttl is None:
-            return (yield _cmd("HSETNX" if only_new else "HSET", key, rid, body))
-        from ..stores._redis_ops import Eval
-
+            return (yield Command(("HSETNX" if only_new else "HSET", key, rid, body)))
         group, rest = _split(rid)
         ms = max(1, int(self.ttl * 1000))
         args = (rest, body, repr(now), repr(self.ttl), ms, "1" if only_new else "0")
         return (yield Eval(_SET_TTL, (f"{key}:{group}",), args))
 
     async def _redis(self, op: Callable[[str], Generator[Any, Any, Any]]) -> Any:
-        db: Any = self.db
-        return await db._arun(lambda ctx: op(f"{ctx.prefix}:{self.name}"))
+        key = self._key
+        return await self.db.run_statements(lambda: op(key))
 
     async def _migrate(self) -> None:
         if self._ready:
@@ -220,50 +192,37 @@ class Records:
             "CREATE TABLE IF NOT EXISTS {t} (id TEXT PRIMARY KEY, body TEXT NOT NULL, "
             "created_at DOUBLE PRECISION NOT NULL)"
         )
-        index = "CREATE INDEX IF NOT EXISTS {t}_created ON {t} (created_at)"
+        index = "CREATE INDEX IF NOT EXISTS {i} ON {t} (created_at)"
         self._ready = True  # (set first: the migration itself goes through _sql)
         try:
-            await self._sql([(ddl, (), "run"), (index, (), "run")], write=True, lock=True)
+            await self._sql([Q.run(ddl), Q.run(index)], write=True, lock=True)
         except BaseException:
             self._ready = False
             raise
 
     async def _sql(
-        self,
-        steps: list[tuple[str, tuple[Any, ...], str]],
-        *,
-        write: bool = False,
-        lock: bool = False,
-        result: int = 0,
+        self, steps: list[Q], *, write: bool = False, lock: bool = False, result: int = 0
     ) -> Any:
-        """Statements in one transaction (``{t}`` is the table); the ``result``-th's
-        answer (a row, rows, or a row count)."""
+        """Statements in one transaction (``{t}`` is the table, ``{i}`` its index,
+        ``%s`` a placeholder); the ``result``-th's answer (a row, rows, or a row count)."""
         await self._migrate()
-        db: Any = self.db
-        table = f"convomem_{self.name}"
-        if self.kind == "sqlite":
-            from ..stores._sqlite_calls import Call
+        sqlite = self.kind == "sqlite"
+        spelled = [
+            q._replace(
+                sql=q.sql.replace("{i}", self._index)
+                .replace("{t}", self._table)
+                .replace("%s", "?" if sqlite else "%s")
+            )
+            for q in steps
+        ]
+        table = self._table
 
-            def fn(tx: Any) -> Any:
-                out = []
-                for sql, args, how in steps:
-                    text = sql.replace("{t}", table).replace("%s", "?")
-                    got = getattr(tx.conn, how)(text, args)
-                    out.append(got.rowcount if how == "run" else got)
-                return out[result]
-
-            return await db._arun(Call(fn, write))
-        from ..stores._pg_calls import Call as PgCall
-        from ..stores._pg_ops import Q, in_tx
-
-        def body(tx: Any) -> Generator[Any, Any, Any]:
-            out = []
-            if lock:  # replicas starting at once must not race on CREATE TABLE
+        def op() -> Generator[Q, Any, Any]:
+            if lock and not sqlite:  # replicas starting at once must not race on CREATE
                 yield Q.run("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
-            for sql, args, how in steps:
-                qualified = f"{tx.schema}.{table}"
-                text = sql.replace("{t}_created", f"{table}_created").replace("{t}", qualified)
-                out.append((yield Q(text, args, how)))  # type: ignore[arg-type]
+            out = []
+            for q in spelled:
+                out.append((yield q))
             return out[result]
 
-        return await db._arun(PgCall(lambda tx: in_tx(tx, body(tx)) if write else body(tx)))
+        return await self.db.run_statements(op, write=write)

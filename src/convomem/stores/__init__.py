@@ -15,6 +15,7 @@ from .database import (
     SessionInfo,
     SessionStore,
     StoreDatabase,
+    StoreKind,
     StoreStats,
     TTLPolicy,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "SessionStore",
     "Store",
     "StoreDatabase",
+    "StoreKind",
     "StoreStats",
     "TTLPolicy",
     "aiter_history",

@@ -9,32 +9,36 @@ drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .. import _check
-from ..errors import ConfigError
 from ..model import Message
 from . import _pg_ops as ops
 from . import _pg_writes as writes
+from ._calls import (
+    Append,
+    check_append,
+    check_listing,
+    check_message_ids,
+    check_owner,
+    check_session_key,
+)
 from ._pg_ops import Key, Op, Q, Tx, in_tx
-from ._sqlite_calls import check_session_key
 from .base import check_limit
 from .database import Counts, LogEntry, SessionInfo
 from .records import (
     EncodedMessage,
     check_counts,
-    check_expected,
     check_json_object,
     check_name,
     check_page_limit,
     decode_cursor,
-    dumps,
     encode_messages,
 )
 
-__all__ = ["PgCall", "SessionCalls", "check_session_key"]
+__all__ = ["DatabaseCalls", "PgCall", "SessionCalls", "check_session_key"]
 
 T = TypeVar("T")
 
@@ -46,34 +50,20 @@ class PgCall(Generic[T]):
     fn: Callable[[Tx], Op]
 
 
-Call = PgCall
-"""The old name, still imported by ``recall/index.py`` and ``server/_records.py``: remove
-it with those imports (the recall and write helpers, issue 20)."""
-
-
 def _write(body: Callable[[Tx], Op]) -> PgCall[Any]:
     return PgCall(lambda tx: in_tx(tx, body(tx)))
 
 
-def _append_op(
-    key: Key,
-    batch: list[EncodedMessage],
-    seq: int | None,
-    state: str | None,
-    has_state: bool,
-    version: int | None,
-    counts: dict[str, str],
-) -> Callable[[Tx], Op]:
+def _append_op(key: Key, batch: list[EncodedMessage], a: Append) -> Callable[[Tx], Op]:
+    args = (a.expected_seq, a.state, a.has_state, a.expected_version, a.counts)
+
     def run(tx: Tx) -> Generator[Q, Any, int]:
         if batch:
-            last = yield from writes.fast_append(
-                tx, key, batch, seq, state, has_state, version, counts
-            )
+            last = yield from writes.fast_append(tx, key, batch, *args)
             if last >= 0:
                 yield Q.committed()
                 return last
-        careful = writes.append(tx, key, batch, seq, state, has_state, version, counts)
-        result: int = yield from in_tx(tx, careful)
+        result: int = yield from in_tx(tx, writes.append(tx, key, batch, *args))
         return result
 
     return run
@@ -117,14 +107,7 @@ class SessionCalls:
         return PgCall(lambda tx: ops.load_state(tx, key))
 
     def _get_counts(self, message_ids: object) -> PgCall[dict[str, dict[str, int]]]:
-        ids: list[str] | None = None
-        if message_ids is not None:
-            if isinstance(message_ids, str | bytes) or not isinstance(message_ids, Sequence):
-                raise ConfigError(f"message_ids={message_ids!r}: must be a list of ids or None")
-            ids = list(message_ids)
-            for i, mid in enumerate(ids):
-                if not isinstance(mid, str):
-                    raise ConfigError(f"message_ids[{i}]={mid!r}: must be a string")
+        ids = check_message_ids(message_ids)
         key = self._key
         return PgCall(lambda tx: ops.get_counts(tx, key, ids))
 
@@ -137,25 +120,8 @@ class SessionCalls:
         counts: Counts | None,
     ) -> PgCall[int]:
         batch = encode_messages(messages)
-        seq = check_expected("expected_seq", expected_seq)
-        version = check_expected("expected_version", expected_version)
-        has_state = state is not None
-        text = check_json_object("state", state) if has_state else None
-        if has_state and version is None:
-            raise ConfigError(
-                "expected_version=None: required with state= (saving state is a "
-                "compare-and-set; load_state() gives the current version)"
-            )
-        given = {} if counts is None else check_counts(counts)
-        ids = {m.id for m in batch}
-        for mid in given:
-            if mid not in ids:
-                raise ConfigError(
-                    f"counts[{mid!r}]: not a message of this batch (set_counts stores "
-                    "counts of messages already stored)"
-                )
-        texts = {mid: dumps(c) for mid, c in given.items()}
-        return PgCall(_append_op(self._key, batch, seq, text, has_state, version, texts))
+        a = check_append(batch, expected_seq, state, expected_version, counts)
+        return PgCall(_append_op(self._key, batch, a))
 
     def _pop_item(self) -> PgCall[Message | None]:
         key = self._key
@@ -186,32 +152,33 @@ class SessionCalls:
         return _write(lambda tx: writes.set_metadata(tx, key, text))
 
 
-def sessions_call(
-    user_id: object, tenant: object, cursor: object, limit: object
-) -> PgCall[tuple[list[SessionInfo], str | None]]:
-    uid = check_name("user_id", user_id, optional=True)
-    ten = check_name("tenant", tenant, optional=True) or ""
-    before = decode_cursor(cursor, "s", "sessions()")
-    n = check_page_limit(limit)
-    return PgCall(lambda tx: ops.list_sessions(tx, ten, uid, before, n))
+class DatabaseCalls:
+    """The calls of a database (``_database_api``); the sync and async databases derive
+    from it."""
 
+    __slots__ = ()
 
-def tenant_counts_call(user_id: object) -> PgCall[dict[str | None, int]]:
-    uid = check_name("user_id", user_id, optional=True)
-    return PgCall(lambda tx: ops.tenant_counts(tx, uid))
+    def _sessions(
+        self, user_id: object, tenant: object, cursor: object, limit: object
+    ) -> PgCall[tuple[list[SessionInfo], str | None]]:
+        a = check_listing(user_id, tenant, cursor, limit)
+        return PgCall(lambda tx: ops.list_sessions(tx, a.tenant, a.user_id, a.before, a.limit))
 
+    def _tenant_counts(self, user_id: object) -> PgCall[dict[str | None, int]]:
+        uid = check_name("user_id", user_id, optional=True)
+        return PgCall(lambda tx: ops.tenant_counts(tx, uid))
 
-def delete_session_call(session_id: object, user_id: object, tenant: object) -> PgCall[bool]:
-    key = check_session_key(session_id, user_id, tenant)
-    return _write(lambda tx: writes.delete_session(tx, key))
+    def _delete_session(self, session_id: object, user_id: object, tenant: object) -> PgCall[bool]:
+        key = check_session_key(session_id, user_id, tenant)
+        return _write(lambda tx: writes.delete_session(tx, key))
 
+    def _erase_user(self, user_id: object, tenant: object) -> PgCall[int]:
+        ten, uid = check_owner(user_id, tenant)
+        return _write(lambda tx: writes.erase_user(tx, ten, uid))
 
-def erase_user_call(user_id: object, tenant: object) -> PgCall[int]:
-    uid = check_name("user_id", user_id)
-    ten = check_name("tenant", tenant, optional=True) or ""
-    assert uid is not None
-    return _write(lambda tx: writes.erase_user(tx, ten, uid))
+    def _sweep(self) -> PgCall[int]:
+        return _write(writes.sweep)
 
-
-def sweep_call() -> PgCall[int]:
-    return _write(writes.sweep)
+    def _statements(self, op: Callable[[], Generator[Any, Any, T]], write: bool) -> PgCall[T]:
+        """A caller's own operation of ``Q`` statements (in a transaction with ``write``)."""
+        return PgCall(lambda tx: in_tx(tx, op()) if write else op())

@@ -15,51 +15,16 @@ import json
 import re
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final
 
 from ..errors import SessionOwnerMismatch, StoreError
 from ..model import Message
 from ._sqlite_ops import Key, Row, info_of
 from .database import LogEntry, SessionInfo, TTLPolicy
 from .records import decode_counts, decode_rows, encode_cursor
+from .statements import Q
 
 __all__ = ["Key", "Q", "Row", "Tx"]
-
-Fetch = Literal["run", "one", "all", "one_or_conflict", "committed"]
-
-
-class Q(NamedTuple):
-    """One statement: ``run`` gives the row count, ``one`` a row or None, ``all`` the
-    rows, ``one_or_conflict`` see its constructor; ``committed`` is no statement (see
-    ``committed()``)."""
-
-    sql: str
-    params: Sequence[Any]
-    fetch: Fetch
-
-    @classmethod
-    def run(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        return cls(sql, params, "run")
-
-    @classmethod
-    def one(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        return cls(sql, params, "one")
-
-    @classmethod
-    def all(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        return cls(sql, params, "all")
-
-    @classmethod
-    def one_or_conflict(cls, sql: str, params: Sequence[Any] = ()) -> Q:
-        """``one``, or None when the statement broke a unique constraint (and so, in
-        autocommit, changed nothing)."""
-        return cls(sql, params, "one_or_conflict")
-
-    @classmethod
-    def committed(cls) -> Q:
-        """No statement: tells the driver a write committed on its own (autocommit)."""
-        return cls("", (), "committed")
-
 
 Op = Generator[Q, Any, Any]
 

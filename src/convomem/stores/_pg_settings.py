@@ -1,6 +1,7 @@
 """What the sync and async PostgreSQL databases share beyond the statements: their
 checked options (``Settings``), how a driver error becomes a convomem one
-(``Settings.translate``), the work counters (``Counter``) and libpq's parameters.
+(``Settings.translate``), how one statement runs on a cursor (``perform``), the work
+counters (``Counter``) and libpq's parameters.
 
 Importing this module without ``psycopg`` raises ``ConfigError`` naming the extra to
 install (``pip install 'convomem[postgresql]'``).
@@ -13,12 +14,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from .. import _check
+from .. import _check, _io
 from ..errors import ConfigError, StoreError, TransientError
 from ..retry import RetryPolicy
 from . import _pg_ops as ops
 from ._pg_schema import quote_schema
 from .database import StoreStats, TTLPolicy
+from .statements import Q
 
 try:
     import psycopg
@@ -38,6 +40,7 @@ __all__ = [
     "PoolTimeout",
     "Settings",
     "conninfo_of",
+    "perform",
     "psycopg",
 ]
 
@@ -168,6 +171,38 @@ class Counter:
         with self.lock:
             s, t, r = self.counts
         return StoreStats(statements=s, transactions=t, rows_read=r)
+
+
+def perform(cur: Any, counter: Counter, q: Q) -> _io.Gen[Any]:
+    """Run one statement on ``cur`` and count it: the cursor's calls as ``_io.Call`` s,
+    which the sync driver makes and the async one awaits (psycopg's async cursor has
+    the same methods, as coroutines). What ``q.fetch`` asks for comes back."""
+    fetch = q.fetch
+    if fetch == "committed":
+        counter.add(transactions=1)
+        return None
+    if fetch == "one_or_conflict":
+        counter.add(statements=1)
+        try:
+            yield _io.call(cur.execute, q.sql, q.params)
+        except psycopg.errors.UniqueViolation:
+            return None
+        return (yield _io.call(cur.fetchone))
+    if fetch == "many":
+        counter.add(statements=1)
+        yield _io.call(cur.executemany, q.sql, q.params)
+        return cur.rowcount
+    yield _io.call(cur.execute, q.sql, q.params or None)
+    if fetch == "run":
+        counter.add(statements=1, transactions=q.sql == "COMMIT")
+        return cur.rowcount
+    if fetch == "one":
+        row = yield _io.call(cur.fetchone)
+        counter.add(statements=1, rows=row is not None)
+        return row
+    rows = yield _io.call(cur.fetchall)
+    counter.add(statements=1, rows=len(rows))
+    return rows
 
 
 def conninfo_of(

@@ -18,11 +18,8 @@ from typing import Any, Final
 from ..errors import SessionOwnerMismatch, StoreError
 from . import _redis_lua_index as index_lua
 from ._redis_ops import (
-    Command,
     Ctx,
-    Eval,
     Gen,
-    Pipeline,
     index_keys,
     info_of,
     session_keys,
@@ -32,6 +29,7 @@ from ._redis_ops import (
 from ._sqlite_ops import Key
 from .database import SessionInfo
 from .records import encode_cursor
+from .statements import Command, Eval, Pipeline
 
 LAYOUT: Final = 1
 """The key layout this version writes (recorded per prefix in ``<prefix>:layout``)."""

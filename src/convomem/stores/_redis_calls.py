@@ -1,30 +1,37 @@
 """Each public Redis call, checked and bound to its operation before any I/O; the sync
-and async sessions derive from ``RedisCalls``, so the twins cannot drift apart. Also the
-connection options both drivers read from a URL."""
+and async sessions derive from ``RedisCalls`` and the databases from ``DatabaseCalls``,
+so the twins cannot drift apart. Also what both drivers share: the connection options
+read from a URL, one attempt of an operation (``attempt``, the client's calls as
+``_io.Call`` s) and the mapping of redis-py's errors (``translate``)."""
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import _check
+from .. import _check, _io
 from ..errors import ConfigError, StoreError, TransientError
 from ..model import Message
 from . import _redis_admin as admin
 from . import _redis_lua as lua
 from . import _redis_ops as ops
-from ._sqlite_calls import check_session_key
+from ._calls import (
+    check_append,
+    check_listing,
+    check_message_ids,
+    check_owner,
+    check_session_key,
+)
 from ._sqlite_ops import Key
 from .base import check_limit
 from .database import Counts, LogEntry, SessionInfo
 from .records import (
     check_counts,
-    check_expected,
     check_json_object,
     check_name,
     check_page_limit,
@@ -32,9 +39,12 @@ from .records import (
     dumps,
     encode_messages,
 )
+from .statements import Command, Eval, Request
 from .url import redact_url
 
-__all__ = ["RedisCalls", "Target", "parse_target", "translate"]
+__all__ = ["DatabaseCalls", "RedisCalls", "Target", "attempt", "parse_target", "translate"]
+
+T = TypeVar("T")
 
 _PREFIX: Final = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 
@@ -107,6 +117,47 @@ def translate(exc: Exception, where: str) -> Exception:
     return StoreError(text)
 
 
+def _send(client: Any, work: ops.Work, noscript: type[Exception], request: Request) -> _io.Gen[Any]:
+    """One request as the client's calls, counted: a script by its SHA-1, then by its
+    source when the server does not know it yet (``EVAL`` also caches it there)."""
+    if isinstance(request, Eval):
+        s, keys, args = request.script, request.keys, request.args
+        work.add(statements=1)
+        try:
+            return (yield _io.call(client.evalsha, s.sha, len(keys), *keys, *args))
+        except noscript:
+            pass
+        work.add(statements=1)
+        return (yield _io.call(client.eval, s.source, len(keys), *keys, *args))
+    if isinstance(request, Command):
+        work.add(statements=1)
+        return (yield _io.call(client.execute_command, *request.args))
+    work.add(statements=len(request.commands))
+    pipe = client.pipeline(transaction=False)
+    for command in request.commands:
+        pipe.execute_command(*command)
+    return (yield _io.call(pipe.execute))
+
+
+def attempt(
+    gen: Generator[Request, Any, T], client: Any, work: ops.Work, noscript: type[Exception]
+) -> _io.Gen[T]:
+    """One attempt of an operation: its generator run to its end, each request sent
+    (the sync driver runs this with ``_io.run``, the async one with ``_io.arun``). A
+    client's error ends the attempt: it is not thrown into the operation."""
+    reply: Any = None
+    try:
+        while True:
+            try:
+                request = gen.send(reply)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            reply = yield from _send(client, work, noscript, request)
+    finally:
+        gen.close()
+
+
 class RedisCalls:
     """The calls of one session handle: each checks its arguments and returns an
     operation (``ops.Op``) for the driver."""
@@ -141,15 +192,7 @@ class RedisCalls:
         return partial(ops.load_state, key=self._key)
 
     def _get_counts(self, message_ids: object) -> ops.Op[dict[str, dict[str, int]]]:
-        ids: list[str] | None = None
-        if message_ids is not None:
-            if isinstance(message_ids, str | bytes) or not isinstance(message_ids, Sequence):
-                raise ConfigError(f"message_ids={message_ids!r}: must be a list of ids or None")
-            ids = list(message_ids)
-            for i, mid in enumerate(ids):
-                if not isinstance(mid, str):
-                    raise ConfigError(f"message_ids[{i}]={mid!r}: must be a string")
-        return partial(ops.get_counts, key=self._key, ids=ids)
+        return partial(ops.get_counts, key=self._key, ids=check_message_ids(message_ids))
 
     def _append(
         self,
@@ -160,31 +203,15 @@ class RedisCalls:
         counts: Counts | None,
     ) -> ops.Op[int]:
         batch = encode_messages(messages)
-        seq = check_expected("expected_seq", expected_seq)
-        version = check_expected("expected_version", expected_version)
-        text = None if state is None else check_json_object("state", state)
-        if text is not None and version is None:
-            raise ConfigError(
-                "expected_version=None: required with state= (saving state is a "
-                "compare-and-set; load_state() gives the current version)"
-            )
-        given = {} if counts is None else check_counts(counts)
-        in_batch = {m.id for m in batch}
-        for mid in given:
-            if mid not in in_batch:
-                raise ConfigError(
-                    f"counts[{mid!r}]: not a message of this batch (set_counts stores "
-                    "counts of messages already stored)"
-                )
-        texts = {mid: dumps(c) for mid, c in given.items()}
+        a = check_append(batch, expected_seq, state, expected_version, counts)
         return partial(
             ops.append,
             key=self._key,
             batch=batch,
-            expected_seq=seq,
-            state=text,
-            expected_version=version,
-            counts=texts,
+            expected_seq=a.expected_seq,
+            state=a.state,
+            expected_version=a.expected_version,
+            counts=a.counts,
         )
 
     def _pop_item(self) -> ops.Op[Message | None]:
@@ -218,31 +245,33 @@ class RedisCalls:
         return ops.simple(lua.SET_METADATA, self._key, text)
 
 
-def sessions_op(
-    user_id: object, tenant: object, cursor: object, limit: object
-) -> ops.Op[tuple[list[SessionInfo], str | None]]:
-    uid = check_name("user_id", user_id, optional=True)
-    ten = check_name("tenant", tenant, optional=True) or ""
-    before = decode_cursor(cursor, "s", "sessions()")
-    n = check_page_limit(limit)
-    return partial(admin.list_sessions, tenant=ten, user_id=uid, before=before, limit=n)
+class DatabaseCalls:
+    """The calls of a database (``_database_api``); the sync and async databases derive
+    from it."""
 
+    __slots__ = ()
 
-def tenant_counts_op(user_id: object) -> ops.Op[dict[str | None, int]]:
-    uid = check_name("user_id", user_id, optional=True)
-    return partial(admin.tenant_counts, user_id=uid)
+    def _sessions(
+        self, user_id: object, tenant: object, cursor: object, limit: object
+    ) -> ops.Op[tuple[list[SessionInfo], str | None]]:
+        a = check_listing(user_id, tenant, cursor, limit)
+        return partial(
+            admin.list_sessions, tenant=a.tenant, user_id=a.user_id, before=a.before, limit=a.limit
+        )
 
+    def _tenant_counts(self, user_id: object) -> ops.Op[dict[str | None, int]]:
+        return partial(admin.tenant_counts, user_id=check_name("user_id", user_id, optional=True))
 
-def delete_session_op(session_id: object, user_id: object, tenant: object) -> ops.Op[bool]:
-    return partial(admin.delete_session, key=check_session_key(session_id, user_id, tenant))
+    def _delete_session(self, session_id: object, user_id: object, tenant: object) -> ops.Op[bool]:
+        return partial(admin.delete_session, key=check_session_key(session_id, user_id, tenant))
 
+    def _erase_user(self, user_id: object, tenant: object) -> ops.Op[int]:
+        ten, uid = check_owner(user_id, tenant)
+        return partial(admin.erase_user, tenant=ten, user_id=uid)
 
-def erase_user_op(user_id: object, tenant: object) -> ops.Op[int]:
-    uid = check_name("user_id", user_id)
-    ten = check_name("tenant", tenant, optional=True) or ""
-    assert uid is not None
-    return partial(admin.erase_user, tenant=ten, user_id=uid)
+    def _sweep(self) -> ops.Op[int]:
+        return admin.sweep
 
-
-def sweep_op() -> ops.Op[int]:
-    return admin.sweep
+    def _statements(self, op: Callable[[], Generator[Request, Any, T]], write: bool) -> ops.Op[T]:
+        """A caller's own operation of Redis requests (each atomic on its own)."""
+        return lambda ctx: op()

@@ -21,23 +21,11 @@ version, ``st`` state, ``o`` order); ``log`` a sorted set of message ids scored 
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from typing import Final
 
+from .statements import Script, script
 
-@dataclass(frozen=True, slots=True)
-class Script:
-    """A script's name, source and SHA-1 (for ``EVALSHA``)."""
-
-    name: str
-    source: str
-    sha: str
-    writes: bool
-
-
-def script(name: str, source: str, *, writes: bool) -> Script:
-    return Script(name, source, hashlib.sha1(source.encode()).hexdigest(), writes)
+__all__ = ["Script", "script"]
 
 
 HEAD: Final = r"""

@@ -39,28 +39,11 @@ from . import _redis_lua_reads as reads
 from ._sqlite_ops import Key
 from .database import LogEntry, SessionInfo, TTLPolicy
 from .records import EncodedMessage, decode_counts, decode_rows, encode_cursor
+from .statements import Command, Eval, Request
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Eval:
-    script: lua.Script
-    keys: tuple[str, ...]
-    args: tuple[Any, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    args: tuple[Any, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Pipeline:
-    commands: tuple[tuple[Any, ...], ...]
-
-
-Request: TypeAlias = Eval | Command | Pipeline
 Gen: TypeAlias = Generator[Request, Any, T]
 
 

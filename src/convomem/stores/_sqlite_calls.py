@@ -8,20 +8,25 @@ one in a worker thread. So the twins cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, Generic, TypeVar
 
-from .. import _check
-from ..errors import ConfigError
+from .. import _check, _io
 from ..model import Message
 from . import _sqlite_ops as ops
 from . import _sqlite_writes as writes
+from ._calls import (
+    check_append,
+    check_listing,
+    check_message_ids,
+    check_owner,
+    check_session_key,
+)
 from .base import check_limit
 from .database import Counts, LogEntry, SessionInfo
 from .records import (
     EncodedMessage,
     check_counts,
-    check_expected,
     check_json_object,
     check_name,
     check_page_limit,
@@ -29,6 +34,8 @@ from .records import (
     dumps,
     encode_messages,
 )
+
+__all__ = ["DatabaseCalls", "SQLiteCall", "SessionCalls", "check_session_key"]
 
 T = TypeVar("T")
 
@@ -43,11 +50,6 @@ class SQLiteCall(Generic[T]):
         self.write = write
 
 
-Call = SQLiteCall
-"""The old name, still imported by ``recall/index.py`` and ``server/_records.py``: remove
-it with those imports (the recall and write helpers, issue 20)."""
-
-
 def _encode(messages: object) -> list[EncodedMessage]:
     """``encode_messages``, with the common batch of one message (an agent's turn) done
     inline: the same result, without the generic checks a one-item list cannot fail."""
@@ -59,15 +61,6 @@ def _encode(messages: object) -> list[EncodedMessage]:
             except (TypeError, ValueError):
                 pass  # encode_messages raises the error that names it
     return encode_messages(messages)
-
-
-def check_session_key(session_id: object, user_id: object, tenant: object) -> ops.Key:
-    """The validated name of a session and the user a handle acts for."""
-    sid = check_name("session_id", session_id)
-    uid = check_name("user_id", user_id, optional=True)
-    ten = check_name("tenant", tenant, optional=True)
-    assert sid is not None
-    return ops.Key(ten or "", sid, uid)
 
 
 class SessionCalls:
@@ -114,14 +107,7 @@ class SessionCalls:
         return SQLiteCall(lambda tx: ops.load_state(tx, key), False)
 
     def _get_counts(self, message_ids: object) -> SQLiteCall[dict[str, dict[str, int]]]:
-        ids: list[str] | None = None
-        if message_ids is not None:
-            if isinstance(message_ids, str | bytes) or not isinstance(message_ids, Sequence):
-                raise ConfigError(f"message_ids={message_ids!r}: must be a list of ids or None")
-            ids = list(message_ids)
-            for i, mid in enumerate(ids):
-                if not isinstance(mid, str):
-                    raise ConfigError(f"message_ids[{i}]={mid!r}: must be a string")
+        ids = check_message_ids(message_ids)
         key = self._key
         return SQLiteCall(lambda tx: ops.get_counts(tx, key, ids), False)
 
@@ -134,29 +120,20 @@ class SessionCalls:
         counts: Counts | None,
     ) -> SQLiteCall[int]:
         batch = _encode(messages)
-        seq = check_expected("expected_seq", expected_seq)
-        version = check_expected("expected_version", expected_version)
-        has_state = state is not None
-        text = check_json_object("state", state) if has_state else None
-        if has_state and version is None:
-            raise ConfigError(
-                "expected_version=None: required with state= (saving state is a "
-                "compare-and-set; load_state() gives the current version)"
-            )
-        texts: dict[str, str] = {}
-        if counts is not None:
-            given = check_counts(counts)
-            ids = {m.id for m in batch}
-            for mid in given:
-                if mid not in ids:
-                    raise ConfigError(
-                        f"counts[{mid!r}]: not a message of this batch (set_counts stores "
-                        "counts of messages already stored)"
-                    )
-            texts = {mid: dumps(c) for mid, c in given.items()}
+        a = check_append(batch, expected_seq, state, expected_version, counts)
         key, hint = self._key, self._hint
         return SQLiteCall(
-            lambda tx: writes.append(tx, key, batch, seq, text, has_state, version, texts, hint),
+            lambda tx: writes.append(
+                tx,
+                key,
+                batch,
+                a.expected_seq,
+                a.state,
+                a.has_state,
+                a.expected_version,
+                a.counts,
+                hint,
+            ),
             True,
         )
 
@@ -191,32 +168,37 @@ class SessionCalls:
         return SQLiteCall(lambda tx: writes.set_metadata(tx, key, text), True)
 
 
-def sessions_call(
-    user_id: object, tenant: object, cursor: object, limit: object
-) -> SQLiteCall[tuple[list[SessionInfo], str | None]]:
-    uid = check_name("user_id", user_id, optional=True)
-    ten = check_name("tenant", tenant, optional=True) or ""
-    before = decode_cursor(cursor, "s", "sessions()")
-    n = check_page_limit(limit)
-    return SQLiteCall(lambda tx: ops.list_sessions(tx, ten, uid, before, n), False)
+class DatabaseCalls:
+    """The calls of a database (``_database_api``); the sync and async databases derive
+    from it."""
 
+    __slots__ = ()
 
-def tenant_counts_call(user_id: object) -> SQLiteCall[dict[str | None, int]]:
-    uid = check_name("user_id", user_id, optional=True)
-    return SQLiteCall(lambda tx: ops.tenant_counts(tx, uid), False)
+    def _sessions(
+        self, user_id: object, tenant: object, cursor: object, limit: object
+    ) -> SQLiteCall[tuple[list[SessionInfo], str | None]]:
+        a = check_listing(user_id, tenant, cursor, limit)
+        return SQLiteCall(
+            lambda tx: ops.list_sessions(tx, a.tenant, a.user_id, a.before, a.limit), False
+        )
 
+    def _tenant_counts(self, user_id: object) -> SQLiteCall[dict[str | None, int]]:
+        uid = check_name("user_id", user_id, optional=True)
+        return SQLiteCall(lambda tx: ops.tenant_counts(tx, uid), False)
 
-def delete_session_call(session_id: object, user_id: object, tenant: object) -> SQLiteCall[bool]:
-    key = check_session_key(session_id, user_id, tenant)
-    return SQLiteCall(lambda tx: writes.delete_session(tx, key), True)
+    def _delete_session(
+        self, session_id: object, user_id: object, tenant: object
+    ) -> SQLiteCall[bool]:
+        key = check_session_key(session_id, user_id, tenant)
+        return SQLiteCall(lambda tx: writes.delete_session(tx, key), True)
 
+    def _erase_user(self, user_id: object, tenant: object) -> SQLiteCall[int]:
+        ten, uid = check_owner(user_id, tenant)
+        return SQLiteCall(lambda tx: writes.erase_user(tx, ten, uid), True)
 
-def erase_user_call(user_id: object, tenant: object) -> SQLiteCall[int]:
-    uid = check_name("user_id", user_id)
-    ten = check_name("tenant", tenant, optional=True) or ""
-    assert uid is not None
-    return SQLiteCall(lambda tx: writes.erase_user(tx, ten, uid), True)
+    def _sweep(self) -> SQLiteCall[int]:
+        return SQLiteCall(writes.sweep, True)
 
-
-def sweep_call() -> SQLiteCall[int]:
-    return SQLiteCall(writes.sweep, True)
+    def _statements(self, op: Callable[[], Generator[Any, Any, T]], write: bool) -> SQLiteCall[T]:
+        """A caller's own operation of ``Q`` statements, run on the connection."""
+        return SQLiteCall(lambda tx: _io.drive(op(), tx.conn.perform), write)

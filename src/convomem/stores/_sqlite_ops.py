@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from ..errors import (
+    ConfigError,
     SessionOwnerMismatch,
     StoreError,
 )
 from ..model import Message
 from .database import LogEntry, SessionInfo, TTLPolicy
 from .records import decode_counts, decode_rows, encode_cursor
+from .statements import Q
 
 _IN_CHUNK: Final = 500  # ids per IN (...) list, well under SQLite's variable limit
 
@@ -59,6 +61,22 @@ class Conn:
         rows = self.raw.execute(sql, params).fetchall()
         self.counts[2] += len(rows)
         return rows
+
+    def perform(self, q: Q) -> Any:
+        """One statement of a caller's own operation (``run_statements``): ``run`` and
+        ``many`` give the row count, ``one`` a row or None, ``all`` the rows."""
+        fetch = q.fetch
+        if fetch == "run":
+            return self.run(q.sql, q.params).rowcount
+        if fetch == "one":
+            return self.one(q.sql, q.params)
+        if fetch == "all":
+            return self.all(q.sql, q.params)
+        if fetch == "many":
+            return self.many(q.sql, q.params)
+        raise ConfigError(
+            f"Q.fetch={fetch!r}: PostgreSQL's only; SQLite runs run, one, all and many"
+        )
 
 
 class Tx:

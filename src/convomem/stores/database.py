@@ -33,13 +33,20 @@ conformance suite (``tests/stores/test_conformance.py``):
   the seq and carrying every valid message read; a transient failure (a lock held past
   the busy timeout, a dropped connection) is retried by the database's ``RetryPolicy``
   and then raises ``TransientError``; bad input raises before anything is written.
+- **Tables of one's own.** What keeps its data beside the sessions, in the same
+  database (the recall index, the service's keys and idempotency records), runs its
+  operations through the database's driver: ``db.run_statements(op, write=...)``
+  (awaited on an async database), with the same retries, error mapping and work
+  counts. ``db.kind`` (``"sqlite"``, ``"postgresql"``, ``"redis"``) says which
+  statements ``op`` yields (``convomem.stores.statements``); a table of one's own goes
+  in ``db.schema`` (PostgreSQL), a key under ``db.prefix`` (Redis).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from .. import _check
 from ..model import Message
@@ -52,13 +59,18 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "StoreDatabase",
+    "StoreKind",
     "StoreStats",
     "TTLPolicy",
 ]
 
+T = TypeVar("T")
+
 Counts: TypeAlias = Mapping[str, Mapping[str, int]]
 """Token counts: ``{message_id: {tokenizer_name: count}}``."""
 Refresh: TypeAlias = Literal["write", "read", "never"]
+StoreKind: TypeAlias = Literal["sqlite", "postgresql", "redis"]
+"""Which backend a database is, so which statements ``run_statements`` takes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,10 +224,18 @@ class AsyncSessionStore(Protocol):
 
 @runtime_checkable
 class StoreDatabase(Protocol):
-    """A durable store holding many sessions (sync); from ``open_store(url)``."""
+    """A durable store holding many sessions (sync); from ``open_store(url)``. It also
+    runs operations of a caller's own (``run_statements``; see the module docstring)."""
 
     url: str
     ttl: TTLPolicy
+    kind: StoreKind
+    schema: str | None
+    """PostgreSQL: the schema of convomem's tables, quoted (``"public"``); a caller's own
+    tables go in it too. None for the others."""
+    prefix: str | None
+    """Redis: the prefix of every key (``convomem``); a caller's own keys start with it.
+    None for the others."""
 
     def session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
@@ -236,15 +256,25 @@ class StoreDatabase(Protocol):
     def sweep(self) -> int: ...
     def stats(self) -> StoreStats: ...
     def close(self) -> None: ...
+    def run_statements(self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False) -> T:
+        """Run ``op()`` (a fresh generator per attempt, yielding the statements of
+        ``convomem.stores.statements`` its ``kind`` takes) under the database's retry
+        policy, its statements counted in ``stats()``; with ``write``, in one write
+        transaction (SQL). What the generator returns."""
+        ...
 
 
 @runtime_checkable
 class AsyncStoreDatabase(Protocol):
     """The async twin of ``StoreDatabase``; from ``aopen_store(url)``. ``session()``
-    does no I/O and stays a plain method; everything else is a coroutine."""
+    does no I/O and stays a plain method; everything else is a coroutine
+    (``run_statements`` too: SQLite's runs in a worker thread of the database)."""
 
     url: str
     ttl: TTLPolicy
+    kind: StoreKind
+    schema: str | None
+    prefix: str | None
 
     def session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
@@ -265,3 +295,6 @@ class AsyncStoreDatabase(Protocol):
     async def sweep(self) -> int: ...
     def stats(self) -> StoreStats: ...
     async def aclose(self) -> None: ...
+    async def run_statements(
+        self, op: Callable[[], Generator[Any, Any, T]], *, write: bool = False
+    ) -> T: ...

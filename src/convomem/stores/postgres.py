@@ -43,33 +43,26 @@ from typing import Any, TypeVar
 from .. import _io
 from ..errors import StoreError
 from . import _pg_ops as ops
-from ._pg_calls import (
-    PgCall,
-    SessionCalls,
-    check_session_key,
-    delete_session_call,
-    erase_user_call,
-    sessions_call,
-    sweep_call,
-    tenant_counts_call,
-)
+from ._database_api import DatabaseAPI
+from ._pg_calls import DatabaseCalls, PgCall, SessionCalls, check_session_key
 from ._pg_schema import migrate
 from ._pg_settings import (
     LIBPQ_OPTIONS,
     ConnectionPool,
     Counter,
     Settings,
+    perform,
     psycopg,
 )
 from ._session_api import SessionAPI
-from .database import SessionInfo, StoreStats, TTLPolicy
+from .database import StoreKind, StoreStats, TTLPolicy
 
 __all__ = ["LIBPQ_OPTIONS", "PostgresDatabase", "PostgresSession"]
 
 T = TypeVar("T")
 
 
-class PostgresDatabase:
+class PostgresDatabase(DatabaseCalls, DatabaseAPI):
     """Sessions in one PostgreSQL database (in one of its schemas). See the module
     docstring; prefer ``open_store(url)``.
 
@@ -81,11 +74,15 @@ class PostgresDatabase:
     the ``RetryPolicy`` for transient failures; ``clock`` the time (epoch seconds).
     """
 
+    kind: StoreKind = "postgresql"
+    prefix: str | None = None
+
     def __init__(self, conninfo: Mapping[str, Any], **options: Any) -> None:
         self._settings = Settings(conninfo, **options)
         s = self._settings
         self.url: str = s.url
         self.ttl: TTLPolicy = s.ttl
+        self.schema: str | None = s.schema
         self._retry = s.retry
         self._counter = Counter()
         self._closed = False
@@ -162,31 +159,8 @@ class PostgresDatabase:
         counter = self._counter
         cur = conn.cursor()
 
-        def perform(q: ops.Q) -> Any:
-            if q.fetch == "committed":
-                counter.add(transactions=1)
-                return None
-            if q.fetch == "one_or_conflict":
-                counter.add(statements=1)
-                try:
-                    cur.execute(q.sql, q.params)
-                except psycopg.errors.UniqueViolation:
-                    return None
-                return cur.fetchone()
-            cur.execute(q.sql, q.params or None)
-            if q.fetch == "run":
-                counter.add(statements=1, transactions=q.sql == "COMMIT")
-                return cur.rowcount
-            if q.fetch == "one":
-                row = cur.fetchone()
-                counter.add(statements=1, rows=row is not None)
-                return row
-            rows = cur.fetchall()
-            counter.add(statements=1, rows=len(rows))
-            return rows
-
         try:
-            return _io.drive(gen, perform)
+            return _io.drive(gen, lambda q: _io.run(perform(cur, counter, q)))
         except BaseException:
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with contextlib.suppress(psycopg.Error):
@@ -220,38 +194,6 @@ class PostgresDatabase:
         """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
         return PostgresSession(self, check_session_key(session_id, user_id, tenant))
 
-    def sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        tenant: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> tuple[list[SessionInfo], str | None]:
-        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first;
-        pass the returned cursor back for the next page (None: no more)."""
-        return self._run(sessions_call(user_id, tenant, cursor, limit))
-
-    def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
-        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
-        reads every session's record: for administration (``convomem sessions list``
-        says where sessions are), not for a request path."""
-        return self._run(tenant_counts_call(user_id))
-
-    def delete_session(
-        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
-    ) -> bool:
-        """Delete a session with its log, state and counts; whether it existed."""
-        return self._run(delete_session_call(session_id, user_id, tenant))
-
-    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        return self._run(erase_user_call(user_id, tenant))
-
-    def sweep(self) -> int:
-        """Delete the expired sessions; how many."""
-        return self._run(sweep_call())
-
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""
         return self._counter.stats()
@@ -265,15 +207,6 @@ class PostgresDatabase:
             if spare is not None:
                 spare.close()
             self._pool.close()
-
-    def __enter__(self) -> PostgresDatabase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<PostgresDatabase {self.url}>"
 
 
 class PostgresSession(SessionCalls, SessionAPI):

@@ -21,30 +21,25 @@ from typing import Any, TypeVar
 from .. import _io
 from ..errors import StoreError
 from . import _pg_ops as ops
-from ._pg_calls import (
-    PgCall,
-    SessionCalls,
-    check_session_key,
-    delete_session_call,
-    erase_user_call,
-    sessions_call,
-    sweep_call,
-    tenant_counts_call,
-)
+from ._database_api import AsyncDatabaseAPI
+from ._pg_calls import DatabaseCalls, PgCall, SessionCalls, check_session_key
 from ._pg_schema import migrate
-from ._pg_settings import AsyncConnectionPool, Counter, Settings, psycopg
+from ._pg_settings import AsyncConnectionPool, Counter, Settings, perform, psycopg
 from ._session_api import AsyncSessionAPI
-from .database import SessionInfo, StoreStats, TTLPolicy
+from .database import StoreKind, StoreStats, TTLPolicy
 
 __all__ = ["AsyncPostgresDatabase", "AsyncPostgresSession"]
 
 T = TypeVar("T")
 
 
-class AsyncPostgresDatabase:
+class AsyncPostgresDatabase(DatabaseCalls, AsyncDatabaseAPI):
     """Sessions in one PostgreSQL database, for asyncio; see ``PostgresDatabase`` for
     the options. Make one with ``await AsyncPostgresDatabase.open(conninfo, ...)`` or
     ``await aopen_store(url)``."""
+
+    kind: StoreKind = "postgresql"
+    prefix: str | None = None
 
     def __init__(self, settings: Settings, pool: AsyncConnectionPool[Any]) -> None:
         self._settings = settings
@@ -55,6 +50,7 @@ class AsyncPostgresDatabase:
         self._retry = settings.retry
         self.url: str = settings.url
         self.ttl: TTLPolicy = settings.ttl
+        self.schema: str | None = settings.schema
 
     @classmethod
     async def open(cls, conninfo: Mapping[str, Any], **options: Any) -> AsyncPostgresDatabase:
@@ -111,31 +107,8 @@ class AsyncPostgresDatabase:
         counter = self._counter
         cur = conn.cursor()
 
-        async def perform(q: ops.Q) -> Any:
-            if q.fetch == "committed":
-                counter.add(transactions=1)
-                return None
-            if q.fetch == "one_or_conflict":
-                counter.add(statements=1)
-                try:
-                    await cur.execute(q.sql, q.params)
-                except psycopg.errors.UniqueViolation:
-                    return None
-                return await cur.fetchone()
-            await cur.execute(q.sql, q.params or None)
-            if q.fetch == "run":
-                counter.add(statements=1, transactions=q.sql == "COMMIT")
-                return cur.rowcount
-            if q.fetch == "one":
-                row = await cur.fetchone()
-                counter.add(statements=1, rows=row is not None)
-                return row
-            rows = await cur.fetchall()
-            counter.add(statements=1, rows=len(rows))
-            return rows
-
         try:
-            return await _io.adrive(gen, perform)
+            return await _io.adrive(gen, lambda q: _io.arun(perform(cur, counter, q)))
         except BaseException:
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with contextlib.suppress(psycopg.Error):
@@ -167,37 +140,6 @@ class AsyncPostgresDatabase:
         """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
         return AsyncPostgresSession(self, check_session_key(session_id, user_id, tenant))
 
-    async def sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        tenant: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> tuple[list[SessionInfo], str | None]:
-        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
-        return await self._arun(sessions_call(user_id, tenant, cursor, limit))
-
-    async def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
-        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
-        reads every session's record: for administration (``convomem sessions list``
-        says where sessions are), not for a request path."""
-        return await self._arun(tenant_counts_call(user_id))
-
-    async def delete_session(
-        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
-    ) -> bool:
-        """Delete a session with its log, state and counts; whether it existed."""
-        return await self._arun(delete_session_call(session_id, user_id, tenant))
-
-    async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        return await self._arun(erase_user_call(user_id, tenant))
-
-    async def sweep(self) -> int:
-        """Delete the expired sessions; how many."""
-        return await self._arun(sweep_call())
-
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""
         return self._counter.stats()
@@ -209,15 +151,6 @@ class AsyncPostgresDatabase:
         if spare is not None:
             await spare.close()
         await self._pool.close()
-
-    async def __aenter__(self) -> AsyncPostgresDatabase:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<AsyncPostgresDatabase {self.url}>"
 
 
 class AsyncPostgresSession(SessionCalls, AsyncSessionAPI):

@@ -14,22 +14,21 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .. import _io
 from ..errors import StoreError
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
+from ._database_api import AsyncDatabaseAPI
 from ._redis_admin import check_layout
 from ._redis_calls import (
+    DatabaseCalls,
     RedisCalls,
-    delete_session_op,
-    erase_user_op,
+    attempt,
     parse_target,
-    sessions_op,
-    sweep_op,
-    tenant_counts_op,
     translate,
 )
 from ._session_api import AsyncSessionAPI
-from .database import SessionInfo, StoreStats, TTLPolicy
+from .database import StoreKind, StoreStats, TTLPolicy
 from .redis_store import check_common, missing_redis, ttl_policy
 
 __all__ = ["AsyncRedisDatabase", "AsyncRedisSession"]
@@ -61,10 +60,13 @@ def _share_command_table(client: Any, where: str) -> None:
     parser.initialize = initialize
 
 
-class AsyncRedisDatabase:
+class AsyncRedisDatabase(DatabaseCalls, AsyncDatabaseAPI):
     """Sessions in one Redis server or cluster, for asyncio; see ``RedisDatabase`` for
     the options. Make one with ``await AsyncRedisDatabase.open(url, ...)`` or ``await
     aopen_store(url)``."""
+
+    kind: StoreKind = "redis"
+    schema: str | None = None
 
     def __init__(
         self,
@@ -82,7 +84,8 @@ class AsyncRedisDatabase:
         self._retry, self._clock = check_common(retry, clock)
         target = parse_target(url, prefix, socket_timeout, ssl_ca_certs)
         self.url = target.shown
-        self.prefix = target.prefix
+        self.prefix: str | None = target.prefix
+        self._prefix = target.prefix
         self._work = ops.Work()
         self._registered: set[str] = set()
         try:
@@ -122,43 +125,15 @@ class AsyncRedisDatabase:
 
     # -- the driver ------------------------------------------------------------------
 
-    async def _send(self, request: ops.Request) -> Any:
-        client, work = self._client, self._work
-        if isinstance(request, ops.Eval):
-            s = request.script
-            work.add(statements=1)
-            try:
-                return await client.evalsha(s.sha, len(request.keys), *request.keys, *request.args)
-            except self._noscript:
-                pass
-            work.add(statements=1)
-            return await client.eval(s.source, len(request.keys), *request.keys, *request.args)
-        if isinstance(request, ops.Command):
-            work.add(statements=1)
-            return await client.execute_command(*request.args)
-        work.add(statements=len(request.commands))
-        pipe = client.pipeline(transaction=False)
-        for command in request.commands:
-            pipe.execute_command(*command)
-        return await pipe.execute()
-
     async def _attempt(self, op: ops.Op[T]) -> T:
         if self._client is None:
             raise StoreError(f"{self._where()}: the database is closed")
-        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work, self._registered))
-        reply: Any = None
+        prefix = self._prefix
+        gen = op(ops.Ctx(self._clock(), self.ttl, prefix, self._work, self._registered))
         try:
-            while True:
-                try:
-                    request = gen.send(reply)
-                except StopIteration as stop:
-                    result: T = stop.value
-                    return result
-                reply = await self._send(request)
+            return await _io.arun(attempt(gen, self._client, self._work, self._noscript))
         except self._errors as exc:
             raise translate(exc, self._where()) from exc
-        finally:
-            gen.close()
 
     async def _arun(self, op: ops.Op[T]) -> T:
         result: T = await self._retry.acall(self._attempt, op)
@@ -172,38 +147,6 @@ class AsyncRedisDatabase:
         """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
         return AsyncRedisSession(self, session_id, user_id, tenant)
 
-    async def sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        tenant: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> tuple[list[SessionInfo], str | None]:
-        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
-        return await self._arun(sessions_op(user_id, tenant, cursor, limit))
-
-    async def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
-        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
-        reads every session's record: for administration (``convomem sessions list``
-        says where sessions are), not for a request path."""
-        return await self._arun(tenant_counts_op(user_id))
-
-    async def delete_session(
-        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
-    ) -> bool:
-        """Delete a session with its log, state and counts; whether it existed."""
-        return await self._arun(delete_session_op(session_id, user_id, tenant))
-
-    async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        return await self._arun(erase_user_op(user_id, tenant))
-
-    async def sweep(self) -> int:
-        """Delete the expired sessions still stored and the index entries of sessions
-        gone; how many sessions."""
-        return await self._arun(sweep_op())
-
     def stats(self) -> StoreStats:
         """Commands sent, writes done and rows read since the database was opened."""
         s, t, r = self._work.counts
@@ -214,15 +157,6 @@ class AsyncRedisDatabase:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
-
-    async def __aenter__(self) -> AsyncRedisDatabase:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<AsyncRedisDatabase {self.url}>"
 
 
 class AsyncRedisSession(RedisCalls, AsyncSessionAPI):

@@ -42,24 +42,22 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import _check
+from .. import _check, _io
 from ..errors import ConfigError, MissingDependency, StoreError
 from ..retry import RetryPolicy
 from . import _redis_ops as ops
+from ._database_api import DatabaseAPI
 from ._redis_admin import check_layout
 from ._redis_calls import (
+    DatabaseCalls,
     RedisCalls,
     Target,
-    delete_session_op,
-    erase_user_op,
+    attempt,
     parse_target,
-    sessions_op,
-    sweep_op,
-    tenant_counts_op,
     translate,
 )
 from ._session_api import SessionAPI
-from .database import SessionInfo, StoreStats, TTLPolicy
+from .database import StoreKind, StoreStats, TTLPolicy
 
 __all__ = ["RedisDatabase", "RedisSession"]
 
@@ -87,9 +85,12 @@ def missing_redis() -> MissingDependency:
     return MissingDependency("the Redis store", "redis", "redis")
 
 
-class RedisDatabase:
+class RedisDatabase(DatabaseCalls, DatabaseAPI):
     """Sessions in one Redis server or cluster; see the module docstring. Prefer
     ``open_store(url)``; ``url`` is the full URL (password included)."""
+
+    kind: StoreKind = "redis"
+    schema: str | None = None
 
     def __init__(
         self,
@@ -107,7 +108,7 @@ class RedisDatabase:
         self._retry, self._clock = check_common(retry, clock)
         self._target: Target = parse_target(url, prefix, socket_timeout, ssl_ca_certs)
         self.url = self._target.shown
-        self.prefix = self._target.prefix
+        self.prefix: str | None = self._target.prefix
         self._work = ops.Work()
         self._registered: set[str] = set()
         try:
@@ -140,44 +141,16 @@ class RedisDatabase:
 
     # -- the driver ------------------------------------------------------------------
 
-    def _send(self, request: ops.Request) -> Any:
-        client, work = self._client, self._work
-        if isinstance(request, ops.Eval):
-            s = request.script
-            work.add(statements=1)
-            try:
-                return client.evalsha(s.sha, len(request.keys), *request.keys, *request.args)
-            except self._noscript:
-                pass
-            work.add(statements=1)  # EVAL also caches the script on that server
-            return client.eval(s.source, len(request.keys), *request.keys, *request.args)
-        if isinstance(request, ops.Command):
-            work.add(statements=1)
-            return client.execute_command(*request.args)
-        work.add(statements=len(request.commands))
-        pipe = client.pipeline(transaction=False)
-        for command in request.commands:
-            pipe.execute_command(*command)
-        return pipe.execute()
-
     def _attempt(self, op: ops.Op[T]) -> T:
         """One attempt of an operation: run its generator, sending what it yields."""
         if self._client is None:
             raise StoreError(f"{self._where()}: the database is closed")
-        gen = op(ops.Ctx(self._clock(), self.ttl, self.prefix, self._work, self._registered))
-        reply: Any = None
+        prefix = self._target.prefix
+        gen = op(ops.Ctx(self._clock(), self.ttl, prefix, self._work, self._registered))
         try:
-            while True:
-                try:
-                    request = gen.send(reply)
-                except StopIteration as stop:
-                    result: T = stop.value
-                    return result
-                reply = self._send(request)
+            return _io.run(attempt(gen, self._client, self._work, self._noscript))
         except self._errors as exc:
             raise translate(exc, self._where()) from exc
-        finally:
-            gen.close()
 
     def _run(self, op: ops.Op[T]) -> T:
         result: T = self._retry.call(self._attempt, op)
@@ -191,38 +164,6 @@ class RedisDatabase:
         """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
         return RedisSession(self, session_id, user_id, tenant)
 
-    def sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        tenant: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> tuple[list[SessionInfo], str | None]:
-        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
-        return self._run(sessions_op(user_id, tenant, cursor, limit))
-
-    def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
-        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
-        reads every session's record: for administration (``convomem sessions list``
-        says where sessions are), not for a request path."""
-        return self._run(tenant_counts_op(user_id))
-
-    def delete_session(
-        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
-    ) -> bool:
-        """Delete a session with its log, state and counts; whether it existed."""
-        return self._run(delete_session_op(session_id, user_id, tenant))
-
-    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        return self._run(erase_user_op(user_id, tenant))
-
-    def sweep(self) -> int:
-        """Delete the expired sessions still stored and the index entries of sessions
-        gone (Redis expires sessions natively); how many sessions."""
-        return self._run(sweep_op())
-
     def stats(self) -> StoreStats:
         """Commands sent, writes done and rows read since the database was opened."""
         s, t, r = self._work.counts
@@ -233,15 +174,6 @@ class RedisDatabase:
         client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    def __enter__(self) -> RedisDatabase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<RedisDatabase {self.url}>"
 
 
 class RedisSession(RedisCalls, SessionAPI):

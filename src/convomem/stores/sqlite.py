@@ -28,26 +28,18 @@ from typing import TypeVar
 
 from ..retry import RetryPolicy
 from . import _sqlite_ops as ops
+from ._database_api import DatabaseAPI
 from ._session_api import SessionAPI
-from ._sqlite_calls import (
-    SessionCalls,
-    SQLiteCall,
-    check_session_key,
-    delete_session_call,
-    erase_user_call,
-    sessions_call,
-    sweep_call,
-    tenant_counts_call,
-)
+from ._sqlite_calls import DatabaseCalls, SessionCalls, SQLiteCall, check_session_key
 from ._sqlite_driver import SQLiteDriver
-from .database import SessionInfo, StoreStats, TTLPolicy
+from .database import StoreKind, StoreStats, TTLPolicy
 
 __all__ = ["SQLiteDatabase", "SQLiteSession"]
 
 T = TypeVar("T")
 
 
-class SQLiteDatabase:
+class SQLiteDatabase(DatabaseCalls, DatabaseAPI):
     """Sessions in one SQLite file (or in memory). See the module docstring.
 
     ``path`` is the file (None: in memory). ``ttl`` (seconds, or a ``TTLPolicy``) and
@@ -56,6 +48,10 @@ class SQLiteDatabase:
     ``RetryPolicy`` for transient failures; ``clock`` the time (epoch seconds) used for
     created/updated times and expiry. Prefer ``open_store(url)``.
     """
+
+    kind: StoreKind = "sqlite"
+    schema: str | None = None
+    prefix: str | None = None
 
     def __init__(
         self,
@@ -87,52 +83,15 @@ class SQLiteDatabase:
         """``call`` under the retry policy, on this thread (``SQLiteDriver.run``)."""
         return self._driver.run(call)
 
-    # -- the database ----------------------------------------------------------------
+    def _reclaim(self) -> None:
+        """Empty the write-ahead log after a deletion (``SQLiteDriver.checkpoint``)."""
+        self._driver.checkpoint()
 
     def session(
         self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
     ) -> SQLiteSession:
         """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
         return SQLiteSession(self, check_session_key(session_id, user_id, tenant))
-
-    def sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        tenant: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> tuple[list[SessionInfo], str | None]:
-        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first;
-        pass the returned cursor back for the next page (None: no more)."""
-        return self._run(sessions_call(user_id, tenant, cursor, limit))
-
-    def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
-        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
-        reads every session's record: for administration (``convomem sessions list``
-        says where sessions are), not for a request path."""
-        return self._run(tenant_counts_call(user_id))
-
-    def delete_session(
-        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
-    ) -> bool:
-        """Delete a session with its log, state and counts; whether it existed."""
-        deleted = self._run(delete_session_call(session_id, user_id, tenant))
-        self._driver.checkpoint()
-        return deleted
-
-    def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        erased = self._run(erase_user_call(user_id, tenant))
-        self._driver.checkpoint()
-        return erased
-
-    def sweep(self) -> int:
-        """Delete the expired sessions; how many."""
-        swept = self._run(sweep_call())
-        if swept:
-            self._driver.checkpoint()
-        return swept
 
     def stats(self) -> StoreStats:
         """Statements, write transactions and rows read since the database was opened."""
@@ -141,15 +100,6 @@ class SQLiteDatabase:
     def close(self) -> None:
         """Close every connection (an in-memory database is gone after this)."""
         self._driver.close()
-
-    def __enter__(self) -> SQLiteDatabase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<SQLiteDatabase {self.url}>"
 
 
 class SQLiteSession(SessionCalls, SessionAPI):

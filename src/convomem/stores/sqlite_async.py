@@ -22,29 +22,25 @@ from typing import Any, TypeVar
 from .. import _check
 from ..errors import StoreError
 from . import _sqlite_ops as ops
+from ._database_api import AsyncDatabaseAPI
 from ._session_api import AsyncSessionAPI
-from ._sqlite_calls import (
-    SessionCalls,
-    SQLiteCall,
-    check_session_key,
-    delete_session_call,
-    erase_user_call,
-    sessions_call,
-    sweep_call,
-    tenant_counts_call,
-)
+from ._sqlite_calls import DatabaseCalls, SessionCalls, SQLiteCall, check_session_key
 from ._sqlite_driver import SQLiteDriver
-from .database import SessionInfo, StoreStats, TTLPolicy
+from .database import StoreKind, StoreStats, TTLPolicy
 
 __all__ = ["AsyncSQLiteDatabase", "AsyncSQLiteSession"]
 
 T = TypeVar("T")
 
 
-class AsyncSQLiteDatabase:
+class AsyncSQLiteDatabase(DatabaseCalls, AsyncDatabaseAPI):
     """Sessions in one SQLite file (or in memory), for asyncio; see ``SQLiteDatabase``
     for the options. Make one with ``await AsyncSQLiteDatabase.open(path, ...)`` or
     ``await aopen_store(url)``."""
+
+    kind: StoreKind = "sqlite"
+    schema: str | None = None
+    prefix: str | None = None
 
     def __init__(self, driver: SQLiteDriver, executor: ThreadPoolExecutor) -> None:
         self._driver = driver
@@ -89,45 +85,7 @@ class AsyncSQLiteDatabase:
         """The session ``session_id`` of ``tenant``, acting for ``user_id`` (no I/O)."""
         return AsyncSQLiteSession(self, check_session_key(session_id, user_id, tenant))
 
-    async def sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        tenant: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> tuple[list[SessionInfo], str | None]:
-        """Sessions of ``tenant`` (of ``user_id`` when given), newest created first."""
-        return await self._arun(sessions_call(user_id, tenant, cursor, limit))
-
-    async def tenant_counts(self, *, user_id: str | None = None) -> dict[str | None, int]:
-        """Live sessions per tenant (``None``: no tenant), of ``user_id`` when given. It
-        reads every session's record: for administration (``convomem sessions list``
-        says where sessions are), not for a request path."""
-        return await self._arun(tenant_counts_call(user_id))
-
-    async def delete_session(
-        self, session_id: str, *, user_id: str | None = None, tenant: str | None = None
-    ) -> bool:
-        """Delete a session with its log, state and counts; whether it existed."""
-        deleted = await self._arun(delete_session_call(session_id, user_id, tenant))
-        await self._checkpoint()
-        return deleted
-
-    async def erase_user(self, user_id: str, *, tenant: str | None = None) -> int:
-        """Delete every session ``user_id`` owns in ``tenant``; how many there were."""
-        erased = await self._arun(erase_user_call(user_id, tenant))
-        await self._checkpoint()
-        return erased
-
-    async def sweep(self) -> int:
-        """Delete the expired sessions; how many."""
-        swept = await self._arun(sweep_call())
-        if swept:
-            await self._checkpoint()
-        return swept
-
-    async def _checkpoint(self) -> None:
+    async def _reclaim(self) -> None:
         """``SQLiteDriver.checkpoint`` off the event loop (after a delete, erasure, sweep)."""
         await asyncio.get_running_loop().run_in_executor(self._executor, self._driver.checkpoint)
 
@@ -143,15 +101,6 @@ class AsyncSQLiteDatabase:
     async def aclose(self) -> None:
         """``close`` without blocking the event loop."""
         await asyncio.get_running_loop().run_in_executor(None, self.close)
-
-    async def __aenter__(self) -> AsyncSQLiteDatabase:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<AsyncSQLiteDatabase {self.url}>"
 
 
 class AsyncSQLiteSession(SessionCalls, AsyncSessionAPI):
