@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
 from ..errors import ConfigError
+from .chunks import group_pairs
 from .messages import Message
 
 PinSpec: TypeAlias = str | int
@@ -38,6 +39,35 @@ def starts_turn(message: Message) -> bool:
     if message.role != "user" or COMPRESSED_KEY in message.metadata:
         return False
     return type(message.content) is str or not message.has_tool_result()
+
+
+def opens_exchange(message: Message) -> bool:
+    """Whether a chunk whose first message is ``message`` is a tool exchange: it calls a
+    tool (or, in a view that keeps no tool pairs, carries a result)."""
+    return type(message.content) is not str and (
+        message.has_tool_use() or message.has_tool_result()
+    )
+
+
+def current_turn(messages: Sequence[Message]) -> tuple[int, list[int]]:
+    """The current turn of ``messages``: ``(turn, exchange)``.
+
+    ``turn`` is the position of the newest message that starts a turn (``starts_turn``),
+    or -1; ``exchange`` the positions of the *open exchange*: the newest chunk
+    (``ChunkBuilder``) that is not an orphan, when it is a tool exchange (an assistant's
+    calls and every result answering them so far); ``[]`` when the newest chunk is not
+    one (the assistant answered in plain text, or the user spoke last).
+
+    Every view keeps the current turn: ``History`` never drops it, the ``Packer`` keeps
+    it before anything else (reason ``"turn"``), a session never evicts it, and when it
+    does not fit alone the view says so rather than sending something without it. The
+    views track it incrementally; this is the definition they agree with.
+    """
+    turn = next((i for i in range(len(messages) - 1, -1, -1) if starts_turn(messages[i])), -1)
+    for chunk in reversed(group_pairs(messages)):
+        if not chunk.orphan:
+            return turn, list(chunk.indices) if opens_exchange(chunk.messages[0]) else []
+    return turn, []
 
 
 def check_pins(pin: Iterable[PinSpec] | PinSpec | None) -> tuple[PinSpec, ...]:

@@ -1,8 +1,10 @@
-"""The state of a chunk log: units, totals, pins that move; the reading side.
+"""The state of a chunk log: units, totals, pins that move, the current turn; reading.
 
-``views.log.ChunkLog`` adds and drops; this base holds what both need and the moving
-pins (``"last_user"``, negative positions), which re-pin and release chunks as messages
-arrive.
+``views.log.ChunkLog`` adds and drops; this base holds what both need, the moving pins
+(``"last_user"``, negative positions), which re-pin and release chunks as messages
+arrive, and the current turn (``model.current_turn``): the unit holding the newest
+message that starts a turn (``_turn``) and the newest unit when it is a tool exchange.
+Neither is ever dropped or evicted while it is current.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
 
-from ..model import Chunk, ChunkBuilder, Message, PinPolicy, starts_turn
+from ..model import Chunk, ChunkBuilder, Message, PinPolicy, opens_exchange, starts_turn
 from ..tokens import BaseTokenizer, Tokenizer
 
 _Plain: TypeAlias = tuple[Message, int]
@@ -59,12 +61,15 @@ class LogState:
         "_pinned",
         "_pins",
         "_plain_ok",
+        "_result_limit",
         "_seen_user",
         "_target",
         "_tokenizer",
         "_total",
         "_track",
         "_trust_given",
+        "_turn",
+        "_turn_at",
         "_turns",
     )
 
@@ -76,8 +81,10 @@ class LogState:
         keep_tool_pairs: bool = True,
         limit: int | None = None,
         target: int | None = None,
+        result_limit: int | None = None,
     ) -> None:
         self._limit = _NEVER if limit is None else limit
+        self._result_limit = result_limit
         self._target = target
         self._lim = self._limit if target is None else target
         self._tokenizer = tokenizer
@@ -103,6 +110,8 @@ class LogState:
         self._n = 0  # messages added so far (the next message's position)
         self._seen_user = False
         self._last_user = -1  # position of the newest user message
+        self._turn: Unit | None = None  # the unit holding the newest turn start
+        self._turn_at = -1  # the position of that message
         # Plain unpinned messages may be stored as bare pairs: no negative pin can reach
         # them later and no open tool call can pull them into an exchange.
         self._plain_ok = not pins.negative
@@ -168,6 +177,48 @@ class LogState:
         """Whether a pin (static or moving) holds ``unit`` now."""
         return isinstance(unit, Chunk) and (unit.pinned or unit in self._dyn)
 
+    @property
+    def result_limit(self) -> int | None:
+        """Tokens a tool result may take in this log (None: any): a result over it is
+        held as a reduced copy (``model.reduce_results``)."""
+        return self._result_limit
+
+    @property
+    def turn_position(self) -> int:
+        """The position of the newest message that starts a turn (-1: none yet)."""
+        return self._turn_at
+
+    def in_turn(self, unit: Unit) -> bool:
+        """Whether ``unit`` is part of the current turn: it holds the newest message that
+        starts a turn, or it is the newest unit and a tool exchange (the open exchange)."""
+        if unit is self._turn:
+            return True
+        return (
+            unit is self._newest()
+            and type(unit) is not tuple
+            and opens_exchange(unit.messages[0])  # type: ignore[union-attr]
+        )
+
+    def _newest(self) -> Unit | None:
+        """The newest unit (the deque's, or the newest set aside when it is empty)."""
+        if self._dq:
+            return self._dq[-1]
+        held = self._held
+        return held[next(reversed(held))] if held else None
+
+    def keeps(self, unit: Unit) -> bool:
+        """Whether ``unit`` may not leave the log now: a pin holds it or it is part of the
+        current turn."""
+        return self.protected(unit) or self.in_turn(unit)
+
+    def turn_units(self) -> list[Unit]:
+        """The units of the current turn, oldest first (at most two)."""
+        out = [] if self._turn is None else [self._turn]
+        newest = self._newest()
+        if newest is not None and newest is not self._turn and self.in_turn(newest):
+            out.append(newest)
+        return out
+
     def pinned_now(self, message_index: int) -> bool:
         """Whether a moving pin holds the message at ``message_index`` now."""
         chunk = self._track.get(message_index)
@@ -189,7 +240,10 @@ class LogState:
         chunk_no: dict[int, int] = {}
         units: list[list[Any]] = []
         held = set(map(id, self._held.values()))
+        turn = -1
         for u in self.units():
+            if u is self._turn:
+                turn = len(units)
             if isinstance(u, Chunk):
                 chunk_no[id(u)] = len(chunk_no)
                 pin = self.protected(u)
@@ -228,6 +282,7 @@ class LogState:
             "track": [[i, no(c)] for i, c in self._track.items()],
             "open": [] if builder is None else [[k, no(c)] for k, c in builder.open_calls()],
             "chunks": [] if builder is None else [no(c) for c in builder.chunks],
+            "turn": [turn, self._turn_at],
         }
 
     def restore(self, data: Mapping[str, Any], message: Callable[[str], Message]) -> None:
@@ -240,13 +295,16 @@ class LogState:
         held: dict[int, Chunk] = {}
         dq: deque[Unit] = deque()
         ids: set[str] = set()
+        every: list[Unit] = []
         count = 0
         for u in data["units"]:
             if u[0] == "p":
                 m = message(u[1])
                 if type(u[2]) is not int:
                     raise ValueError("a token count is not an int")
-                dq.append((m, u[2]))
+                pair = (m, u[2])
+                dq.append(pair)
+                every.append(pair)
                 ids.add(m.id)
                 count += 1
                 continue
@@ -259,6 +317,7 @@ class LogState:
             c = Chunk(msgs, list(indices), bool(pinned), int(tokens), set(pending), bool(orphan))
             c.pinned_at = list(pinned_at)
             chunks.append(c)
+            every.append(c)
             ids.update(m.id for m in msgs)
             count += len(msgs)
             if is_held:
@@ -278,6 +337,9 @@ class LogState:
         dyn = {chunks[k]: int(n) for k, n in data["dyn"]}
         track = {int(i): chunks[k] for i, k in data["track"]}
         total, pinned_tokens, turns = (int(x) for x in data["totals"])
+        turn_no, turn_at = (int(x) for x in data["turn"])
+        turn = every[turn_no] if turn_no >= 0 else None
+        self._turn, self._turn_at = turn, turn_at
         self._dq, self._held, self._loose, self._dyn, self._track = dq, held, loose, dyn, track
         self._ids = ids
         self._total, self._pinned, self._turns = total, pinned_tokens, turns
@@ -287,6 +349,18 @@ class LogState:
         self._plain_ok = bool(data["plain_ok"])
 
     # -- adding ------------------------------------------------------------------------
+
+    def _new_turn(self, unit: Unit, index: int) -> None:
+        """``unit`` holds the newest turn start (at ``index``); the previous turn's unit is
+        released: one the log set aside (``_held``) goes on the heap drops drain first."""
+        old = self._turn
+        self._turn = unit
+        self._turn_at = index
+        if old is None or old is unit or type(old) is tuple:
+            return
+        chunk: Chunk = old  # type: ignore[assignment]
+        if not chunk.pinned and chunk not in self._dyn and self._held.get(chunk.start) is chunk:
+            heapq.heappush(self._loose, chunk.start)
 
     def _acct(self, chunk: Chunk, sign: int) -> None:
         if chunk.pinned:
