@@ -392,12 +392,12 @@ def test_no_room_for_a_summary_means_no_call_and_plain_recency() -> None:
         r = Packer(budget=budget, tokenizer=GIVEN, strategy=strategy).pack(history)
         assert r.summary is None and plain.calls == []
         assert [m.id for m in r.kept] == [f"m{i}" for i in range(15, 20)]
-        assert set(r.reason_counts()) == {"recent", "budget"}
+        assert set(r.reason_counts()) == {"recent", "budget", "turn"}
     # 14 tokens would hold a one-character summary, but the text is longer and its
     # shortest clip ("a […]", 42 characters) costs 15: no summary, dropped for budget.
     r = Packer(budget=64, tokenizer=GIVEN, strategy=strategy).pack(history)
     assert r.summary is None and len(plain.calls) == 1
-    assert set(r.reason_counts()) == {"recent", "budget"}
+    assert set(r.reason_counts()) == {"recent", "budget", "turn"}
     r = Packer(budget=65, tokenizer=GIVEN, strategy=strategy).pack(history)
     assert r.summary is not None and len(plain.calls) == 1 and r.token_count == 65
     assert r.summary.content == SUMMARY_HEADER + "\nabo […]"  # 44 characters: 11 tokens
