@@ -212,13 +212,13 @@ def turn_pins(messages: Sequence[Message], tokenizer: Any, unanswered: str) -> s
     turn = max((i for i, m in enumerate(messages) if starts_turn(m)), default=-1)
     _, exchange = current_turn(messages)
     out = {turn} if turn >= 0 else set()
-    if exchange:
-        repaired = repaired_forms(messages)
-        (chunk,) = [c for c in group_pairs(messages) if c.indices == exchange]
-        sent = Chunk([repaired.get(i, messages[i]) for i in exchange], exchange,
-                     pending=set(chunk.pending), orphan=chunk.orphan)  # fmt: skip
-        if chunk_status(sent, unanswered, tokenizer)[0]:
-            out.update(exchange)
+    repaired = repaired_forms(messages)
+    for chunk in group_pairs(messages):  # the open exchange's chunks that can be sent
+        if set(chunk.indices) <= set(exchange):
+            sent = Chunk([repaired.get(i, messages[i]) for i in chunk.indices], chunk.indices,
+                         pending=set(chunk.pending), orphan=chunk.orphan)  # fmt: skip
+            if chunk_status(sent, unanswered, tokenizer)[0]:
+                out.update(chunk.indices)
     return out
 
 

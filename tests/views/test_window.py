@@ -47,9 +47,10 @@ class Oracle:
     Pins are resolved over every message added so far, the candidate window (what was
     kept plus the new message) is regrouped into chunks, an orphan newcomer is dropped,
     and, when the total passes the limit, the oldest chunks that are neither pinned nor
-    part of the current turn (the chunk holding the newest turn start, and the newest
-    chunk when it is a tool exchange) go until the total is at most the target (the limit
-    when there is none).
+    part of the current turn (the chunk holding the newest turn start; the newest tool
+    exchange while it is the newest chunk; every exchange awaiting a result that started
+    after the turn of the newest call) go until the total is at most the target (the
+    limit when there is none).
     """
 
     def __init__(
@@ -65,6 +66,7 @@ class Oracle:
         self.pairs = keep_tool_pairs
         self.added: list[Message] = []
         self.kept: list[int] = []  # positions in self.added
+        self.episode = -1  # the newest turn start before the newest call kept
 
     def add(self, m: Message) -> list[str]:
         self.added.append(m)
@@ -86,8 +88,15 @@ class Oracle:
         total = sum(x.tokens or 0 for c in chunks for x in c.messages)
         turn = max((i for i in self.kept + [pos] if starts_turn(self.added[i])), default=-1)
         current = [c for c in chunks if cand.index(turn) in c.indices] if turn >= 0 else []
-        if chunks and opens_exchange(chunks[-1].messages[0]):
-            current.append(chunks[-1])
+        if not orphan and m.has_tool_use():
+            (held,) = [x for c in chunks for x, j in zip(c.messages, c.indices) if j == len(cand) - 1]
+            if held.has_tool_use():  # a call (not only repeats of open ones): an episode
+                starts = [i for i in range(pos) if starts_turn(self.added[i])]
+                self.episode = starts[-1] if starts else -1
+        exchanges = [c for c in chunks if opens_exchange(c.messages[0])]
+        if exchanges and exchanges[-1] is chunks[-1]:
+            current.append(exchanges[-1])
+        current += [c for c in exchanges if c.pending and cand[c.indices[0]] > self.episode]
         dropped: list[str] = []
         keep: list[Chunk] = []
         over = total > self.limit
@@ -387,9 +396,22 @@ def test_orphan_result_is_dropped_on_arrival() -> None:
 def test_result_after_its_call_was_dropped_is_dropped() -> None:
     h = History(50)
     h.add(call("a", 20, "c1"))
-    assert h.add(Message("u", "user", 40)) == ["a"]  # the pending call goes first
-    assert h.add(result("r", 5, "c1")) == ["r"]
-    assert h.messages() == ["u"]
+    # The call awaits its result: the open exchange, kept with the turn, over the limit.
+    assert h.add(Message("u", "user", 40)) == [] and h.over_limit()
+    assert h.add(call("b", 5, "c2")) == ["a"]  # a newer exchange: the older call goes
+    assert h.add(result("r", 5, "c1")) == ["r"]  # its result has no call left
+    assert h.messages() == ["u", "b"]
+
+
+def test_a_call_awaiting_its_result_waits_for_it() -> None:
+    h = History(50)
+    h.add(call("a", 20, "c1"))
+    assert h.add(Message("u", "user", 40)) == []  # typed while the tool runs
+    assert h.add(result("r", 5, "c1")) == []  # the exchange is whole: a, u, r
+    assert h.messages() == ["a", "u", "r"] and h.total() == 65 and h.over_limit()
+    assert h.add(Message("a2", "assistant", 5)) == ["a2"]  # newest, and not the turn
+    assert h.add(Message("u2", "user", 5)) == ["a", "u", "r"]
+    assert h.messages() == ["u2"] and not h.over_limit()
 
 
 def test_without_tool_pairs_every_message_is_its_own_unit() -> None:

@@ -53,10 +53,12 @@ def current_turn(messages: Sequence[Message]) -> tuple[int, list[int]]:
     """The current turn of ``messages``: ``(turn, exchange)``.
 
     ``turn`` is the position of the newest message that starts a turn (``starts_turn``),
-    or -1; ``exchange`` the positions of the *open exchange*: the newest chunk
-    (``ChunkBuilder``) that is not an orphan, when it is a tool exchange (an assistant's
-    calls and every result answering them so far); ``[]`` when the newest chunk is not
-    one (the assistant answered in plain text, or the user spoke last).
+    or -1; ``exchange`` the positions of the *open exchange*, sorted: the newest tool
+    exchange (the ``ChunkBuilder`` chunk of an assistant's calls and every result
+    answering them so far) while it is the newest chunk that is not an orphan, and every
+    exchange still awaiting a result that started after the turn of the newest call
+    (calls running while the user types, several at once); ``[]`` when there is none
+    (the assistant answered in plain text, or the user spoke after the results).
 
     Every view keeps the current turn: ``History`` never drops it, the ``Packer`` keeps
     it before anything else (reason ``"turn"``), a session never evicts it, and when it
@@ -64,10 +66,18 @@ def current_turn(messages: Sequence[Message]) -> tuple[int, list[int]]:
     views track it incrementally; this is the definition they agree with.
     """
     turn = next((i for i in range(len(messages) - 1, -1, -1) if starts_turn(messages[i])), -1)
-    for chunk in reversed(group_pairs(messages)):
-        if not chunk.orphan:
-            return turn, list(chunk.indices) if opens_exchange(chunk.messages[0]) else []
-    return turn, []
+    chunks = [c for c in group_pairs(messages) if not c.orphan]
+    exchanges = [c for c in chunks if opens_exchange(c.messages[0])]
+    if not exchanges:
+        return turn, []
+    newest = exchanges[-1]
+    calls = (i for c in exchanges for m, i in zip(c.messages, c.indices) if m.has_tool_use())
+    call = max(calls, default=-1)
+    since = next((i for i in range(call - 1, -1, -1) if starts_turn(messages[i])), -1)
+    open_ = [c for c in exchanges if c.pending and c.start > since]
+    if newest is chunks[-1] and newest not in open_:
+        open_.append(newest)
+    return turn, sorted(i for c in open_ for i in c.indices)
 
 
 def check_pins(pin: Iterable[PinSpec] | PinSpec | None) -> tuple[PinSpec, ...]:

@@ -7,7 +7,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from itertools import islice
 
-from ..model import Chunk, ChunkBuilder, Message, PinPolicy, starts_turn
+from ..model import Chunk, ChunkBuilder, Message, PinPolicy, opens_exchange, starts_turn
 from ..tokens import Tokenizer
 from .classify import (
     OK,
@@ -80,6 +80,8 @@ class LiveTable(ChunkTable):
         self.seen_user = False
         self.last_user = -1
         self.last_turn = -1  # the newest message that starts a turn
+        self.exchange: Chunk | None = None  # the newest builder chunk that is an exchange
+        self.episode = -1  # the turn start before the newest call
         self._reduced_at: dict[int, Message] = {}
         self.reduced = self._reduced_at
         self.turn_only = frozenset()
@@ -141,6 +143,10 @@ class LiveTable(ChunkTable):
                     self._reduced_at[i] = m = r
             before = len(dq)
             c = add(m, i, tokens=n, pinned=pinned)
+            if not c.orphan and opens_exchange(c.messages[0]):
+                if c.messages[-1].has_tool_use():  # a call: the episode of its turn
+                    self.episode = self.last_turn
+                self.exchange = c
             if len(dq) != before + 1:  # merged into an earlier chunk: dirty from there
                 j = len(dq) - 1
                 while dq[j] is not c:
@@ -254,7 +260,10 @@ class LiveTable(ChunkTable):
                     swapped.add(p)
                     self.swaps.append((p, c))
         turn: list[int] = []
-        for p in open_turn(self.builder.chunks, self.last_turn, self.pos_of, status):
+        turn_at = open_turn(
+            self.builder, self.last_turn, self.exchange, self.episode, self.pos_of, status
+        )
+        for p in turn_at:
             c = chunks[p]
             if free[p]:
                 free[p] = 0

@@ -64,24 +64,31 @@ def sent_messages(chunk: Chunk, msgs: Sequence[Message]) -> list[Message]:
 
 
 def open_turn(
-    builder_chunks: Sequence[Chunk],
+    builder: ChunkBuilder,
     last_turn: int,
+    exchange: Chunk | None,
+    episode: int,
     pos_of: Mapping[int, int] | Sequence[int],
     status: Sequence[int],
 ) -> list[int]:
-    """Table positions of the current turn (``model.current_turn``): the chunk of the
-    message at ``last_turn`` (the newest that starts a turn; -1: none) and the open
-    exchange (the newest builder chunk that is not an orphan, when it is a tool exchange)
-    when it can be sent. ``pos_of`` maps an input index to its table position."""
+    """Table positions of the current turn (``model.current_turn``) that can be sent: the
+    chunk of the message at ``last_turn`` (the newest that starts a turn; -1: none) and
+    the open exchange: ``exchange`` (the newest builder chunk that is a tool exchange)
+    while it is the newest chunk that is not an orphan, and every chunk awaiting a result
+    that starts after ``episode`` (the turn start before the newest call). ``pos_of``
+    maps an input index to its table position."""
     out = [] if last_turn < 0 else [pos_of[last_turn]]
-    for c in reversed(builder_chunks):
-        if c.orphan:
-            continue
-        if opens_exchange(c.messages[0]):
-            p = pos_of[c.indices[0]]
-            if (status[p] == OK or status[p] == STUBBED) and p not in out:
-                out.append(p)
-        break
+    if exchange is None:
+        return out
+    chunks = [c for _, c in builder.open_calls() if c.start > episode]
+    if not exchange.pending:
+        newest = next((c for c in reversed(builder.chunks) if not c.orphan), None)
+        if newest is exchange:
+            chunks.append(exchange)
+    for c in chunks:
+        p = pos_of[c.indices[0]]
+        if (status[p] == OK or status[p] == STUBBED) and p not in out:
+            out.append(p)
     return out
 
 
@@ -190,8 +197,17 @@ class ChunkTable:
                 counts = full
         builder = ChunkBuilder()
         add = builder.add
+        exchange: Chunk | None = None
+        last = episode = -1  # the newest turn start; the one before the newest exchange
         for i in range(len(messages)) if include is None else include:
-            add(reduced.get(i) or messages[i], i, tokens=counts[i], pinned=i in pins)
+            m = reduced.get(i) or messages[i]
+            c = add(m, i, tokens=counts[i], pinned=i in pins)
+            if not c.orphan and opens_exchange(c.messages[0]):
+                if c.messages[-1].has_tool_use():  # a call: the episode of its turn
+                    episode = last
+                exchange = c
+            elif starts_turn(m):
+                last = i
         chunks: list[Chunk] = []
         cost: list[int] = []
         status: list[int] = []
@@ -228,10 +244,8 @@ class ChunkTable:
                     pinned.append(p)
                 free.append(1 if good and not chunk.pinned else 0)
         if turn:
-            order = range(len(messages)) if include is None else include
-            last = max((i for i in order if starts_turn(messages[i])), default=-1)
             held: list[int] = []
-            for p in open_turn(builder.chunks, last, pos_of, status):
+            for p in open_turn(builder, last, exchange, episode, pos_of, status):
                 c = chunks[p]
                 if free[p]:
                     free[p] = 0

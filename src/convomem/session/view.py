@@ -30,7 +30,7 @@ from ..model import REDUCED_KEY, Chunk, Message, PinPolicy, starts_turn
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
-from ._turns import STAND_IN, answers_first, needs_stand_in, opens_turn, stand_in_tokens
+from ._turns import STAND_IN, answers_first, joined, needs_stand_in, opens_turn, stand_in_tokens
 
 __all__ = [  # the ordering rules live in ``_turns``; these names stay importable from here
     "STAND_IN",
@@ -345,6 +345,7 @@ class SessionView:
             anthropic, a_total, _ = self._fit(parts, full, summary, s_tok, reserve)
             stand_in = needs_stand_in(anthropic)
             a_total += reserve if stand_in else 0
+        a_total += joined(anthropic, stand_in)  # results joined into one user message
         tokens = max(total, a_total)
         fits = tokens <= self.limit
         reduced = sum(1 for m in out if REDUCED_KEY in m.metadata)

@@ -3,8 +3,10 @@
 ``views.log.ChunkLog`` adds and drops; this base holds what both need, the moving pins
 (``"last_user"``, negative positions), which re-pin and release chunks as messages
 arrive, and the current turn (``model.current_turn``): the unit holding the newest
-message that starts a turn (``_turn``) and the newest unit when it is a tool exchange.
-Neither is ever dropped or evicted while it is current.
+message that starts a turn (``_turn``) and the open exchange: the newest tool exchange
+(``_exchange``) while it is the newest unit, and every exchange awaiting a result that
+started after the turn of the newest call (``_episode``). None of them is ever dropped
+or evicted while it is current.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ Unit: TypeAlias = "_Plain | Chunk"
 
 _BASE_COUNT: Final = BaseTokenizer.count_message
 _NEVER: Final = 1 << 62  # the limit of a log that never drops by itself
+
+
+def _start(unit: Unit) -> int:
+    return unit.start if isinstance(unit, Chunk) else -1
 
 
 def unit_messages(unit: Unit) -> list[Message]:
@@ -50,6 +56,8 @@ class LogState:
         "_check_pins",
         "_dq",
         "_dyn",
+        "_episode",
+        "_exchange",
         "_held",
         "_ids",
         "_keep_pairs",
@@ -112,6 +120,9 @@ class LogState:
         self._last_user = -1  # position of the newest user message
         self._turn: Unit | None = None  # the unit holding the newest turn start
         self._turn_at = -1  # the position of that message
+        self._exchange: Chunk | None = None  # the newest tool exchange
+        self._episode = -1  # the turn start before the newest call: exchanges after it
+        # that await a result are open
         # Plain unpinned messages may be stored as bare pairs: no negative pin can reach
         # them later and no open tool call can pull them into an exchange.
         self._plain_ok = not pins.negative
@@ -190,14 +201,16 @@ class LogState:
 
     def in_turn(self, unit: Unit) -> bool:
         """Whether ``unit`` is part of the current turn: it holds the newest message that
-        starts a turn, or it is the newest unit and a tool exchange (the open exchange)."""
+        starts a turn, or it is the open exchange (the newest tool exchange, while it is
+        the newest unit or a call in it awaits its result)."""
         if unit is self._turn:
             return True
-        return (
-            unit is self._newest()
-            and type(unit) is not tuple
-            and opens_exchange(unit.messages[0])  # type: ignore[union-attr]
-        )
+        if type(unit) is tuple:
+            return False
+        chunk: Chunk = unit  # type: ignore[assignment]
+        if chunk.pending:
+            return chunk.start > self._episode
+        return chunk is self._exchange and chunk is self._newest()
 
     def _newest(self) -> Unit | None:
         """The newest unit (the deque's, or the newest set aside when it is empty)."""
@@ -212,12 +225,17 @@ class LogState:
         return self.protected(unit) or self.in_turn(unit)
 
     def turn_units(self) -> list[Unit]:
-        """The units of the current turn, oldest first (at most two)."""
-        out = [] if self._turn is None else [self._turn]
-        newest = self._newest()
-        if newest is not None and newest is not self._turn and self.in_turn(newest):
-            out.append(newest)
-        return out
+        """The units of the current turn, oldest first."""
+        out: list[Unit] = [] if self._turn is None else [self._turn]
+        x = self._exchange
+        if x is not None and x is not self._turn and self.in_turn(x):
+            out.append(x)
+        builder = self._builder
+        if builder is not None:
+            for c in {id(c): c for _, c in builder.open_calls()}.values():
+                if all(c is not u for u in out) and self.in_turn(c):
+                    out.append(c)
+        return sorted(out, key=_start)
 
     def pinned_now(self, message_index: int) -> bool:
         """Whether a moving pin holds the message at ``message_index`` now."""
@@ -240,10 +258,12 @@ class LogState:
         chunk_no: dict[int, int] = {}
         units: list[list[Any]] = []
         held = set(map(id, self._held.values()))
-        turn = -1
+        turn = exchange = -1
         for u in self.units():
             if u is self._turn:
                 turn = len(units)
+            if u is self._exchange:
+                exchange = len(units)
             if isinstance(u, Chunk):
                 chunk_no[id(u)] = len(chunk_no)
                 pin = self.protected(u)
@@ -282,7 +302,7 @@ class LogState:
             "track": [[i, no(c)] for i, c in self._track.items()],
             "open": [] if builder is None else [[k, no(c)] for k, c in builder.open_calls()],
             "chunks": [] if builder is None else [no(c) for c in builder.chunks],
-            "turn": [turn, self._turn_at],
+            "turn": [turn, self._turn_at, exchange, self._episode],
         }
 
     def restore(self, data: Mapping[str, Any], message: Callable[[str], Message]) -> None:
@@ -337,9 +357,13 @@ class LogState:
         dyn = {chunks[k]: int(n) for k, n in data["dyn"]}
         track = {int(i): chunks[k] for i, k in data["track"]}
         total, pinned_tokens, turns = (int(x) for x in data["totals"])
-        turn_no, turn_at = (int(x) for x in data["turn"])
+        turn_no, turn_at, exchange_no, episode = (int(x) for x in data["turn"])
         turn = every[turn_no] if turn_no >= 0 else None
-        self._turn, self._turn_at = turn, turn_at
+        exchange = every[exchange_no] if exchange_no >= 0 else None
+        if exchange is not None and not isinstance(exchange, Chunk):
+            raise ValueError("the open exchange is not a chunk")
+        self._turn, self._turn_at, self._exchange = turn, turn_at, exchange
+        self._episode = episode
         self._dq, self._held, self._loose, self._dyn, self._track = dq, held, loose, dyn, track
         self._ids = ids
         self._total, self._pinned, self._turns = total, pinned_tokens, turns
@@ -361,6 +385,21 @@ class LogState:
         chunk: Chunk = old  # type: ignore[assignment]
         if not chunk.pinned and chunk not in self._dyn and self._held.get(chunk.start) is chunk:
             heapq.heappush(self._loose, chunk.start)
+
+    def _new_exchange(self, chunk: Chunk, calls: bool) -> None:
+        """``chunk`` is the newest tool exchange; ``calls``: the message just added to it
+        calls a tool. A call after a newer turn start begins an episode there: exchanges
+        before it that still await a result are released (those set aside go on the heap
+        drops drain first)."""
+        self._exchange = chunk
+        if not calls or self._turn_at <= self._episode:
+            return
+        old, self._episode = self._episode, self._turn_at
+        loose, dyn, turn = self._loose, self._dyn, self._turn
+        for c in self._held.values():
+            if c.pending and old < c.start <= self._episode:
+                if not c.pinned and c not in dyn and c is not turn:
+                    heapq.heappush(loose, c.start)
 
     def _acct(self, chunk: Chunk, sign: int) -> None:
         if chunk.pinned:

@@ -20,9 +20,10 @@ by a static pin: what a session reserves), and ``turns`` (turn starts, per
 ``model.starts_turn``, in units that are not statically pinned).
 
 The current turn (``model.current_turn``: the unit holding the newest message that
-starts a turn, and the newest unit when it is a tool exchange) is never dropped: a drop
-sets the turn's unit aside like a pinned chunk and stops at the open exchange, so a turn
-bigger than the limit stays (over the limit) while everything else goes. A tool result
+starts a turn, and the open exchange: the newest tool exchange while it is the newest
+unit or awaits a result) is never dropped: a drop sets it aside like a pinned chunk (or
+stops at it, when it is the newest unit), so a turn bigger than the limit stays (over
+the limit) while everything else goes. A tool result
 over ``result_limit`` tokens is held as a reduced copy (``model.reduce_results``: head and
 tail, same id); whoever keeps the log keeps the original.
 """
@@ -204,6 +205,8 @@ class ChunkLog(LogState):
                 chunk = Chunk([message], [index], static, t, pinned_at=[index] if static else [])
                 dq.append(chunk)
                 self._acct(chunk, +1)
+                if opens_exchange(message):
+                    self._new_exchange(chunk, message.has_tool_use())
             else:
                 if target is not None:
                     if self._held.get(target.start) is target:
@@ -219,8 +222,11 @@ class ChunkLog(LogState):
                         self._retarget(chunk)
                     if self._turn_at >= chunk.start:  # the turn's unit merged into it
                         self._turn = chunk
+                    self._new_exchange(chunk, chunk.messages[-1].has_tool_use())
                 else:
                     dq.append(chunk)
+                    if opens_exchange(chunk.messages[0]):
+                        self._new_exchange(chunk, True)
                 self._acct(chunk, +1)
             if turn and chunk is not None:
                 self._new_turn(chunk, index)
@@ -248,6 +254,8 @@ class ChunkLog(LogState):
                 c = held.get(heapq.heappop(loose))
                 if c is None or c.pinned or c in dyn or c is self._turn:
                     continue  # stale: merged, re-pinned, the turn again, or already gone
+                if c.pending and c.start > self._episode:
+                    continue  # awaits a result in this episode (released by a newer one)
                 if not dq and self.in_turn(c):  # the open exchange, the newest unit: it
                     heapq.heappush(loose, c.start)  # stays (dropped first once it is not)
                     break
@@ -272,12 +280,18 @@ class ChunkLog(LogState):
                 dropped.append(old.id)
                 continue
             chunk: Chunk = e  # type: ignore[assignment]
-            if not dq and opens_exchange(chunk.messages[0]):
-                dq.append(chunk)  # the open exchange: the newest unit, part of the turn
+            exchange = chunk is self._exchange
+            if exchange and not dq:
+                dq.append(chunk)  # the open exchange, the newest unit: part of the turn
                 break
             if builder is not None:
                 builder.chunks.popleft()  # mirrors the Chunk entries of the deque
-            if chunk.pinned or chunk in dyn or chunk is self._turn:
+            if (
+                chunk.pinned
+                or chunk in dyn
+                or chunk is self._turn
+                or (chunk.pending and chunk.start > self._episode)
+            ):
                 held[chunk.start] = chunk
             else:
                 total -= chunk.tokens
@@ -286,6 +300,8 @@ class ChunkLog(LogState):
 
     def _drop(self, chunk: Chunk, dropped: list[str]) -> None:
         self._acct(chunk, -1)
+        if chunk is self._exchange:
+            self._exchange = None
         ids = self._ids
         for m in chunk.messages:
             ids.discard(m.id)
