@@ -47,10 +47,10 @@ class Oracle:
     Pins are resolved over every message added so far, the candidate window (what was
     kept plus the new message) is regrouped into chunks, an orphan newcomer is dropped,
     and, when the total passes the limit, the oldest chunks that are neither pinned nor
-    part of the current turn (the chunk holding the newest turn start; the newest tool
-    exchange while it is the newest chunk; every exchange awaiting a result that started
-    after the turn of the newest call) go until the total is at most the target (the
-    limit when there is none).
+    part of the current turn (the chunk holding the newest turn start; the exchanges
+    started after the turn of the newest call, while they await a result or are the
+    newest chunk) go until the total is at most the target (the limit when there is
+    none).
     """
 
     def __init__(
@@ -86,17 +86,21 @@ class Oracle:
             chunks.pop()
         assert not any(c.orphan for c in chunks)
         total = sum(x.tokens or 0 for c in chunks for x in c.messages)
-        turn = max((i for i in self.kept + [pos] if starts_turn(self.added[i])), default=-1)
+        turn = max((i for i in [*self.kept, pos] if starts_turn(self.added[i])), default=-1)
         current = [c for c in chunks if cand.index(turn) in c.indices] if turn >= 0 else []
         if not orphan and m.has_tool_use():
-            (held,) = [x for c in chunks for x, j in zip(c.messages, c.indices) if j == len(cand) - 1]
+            pairs = [(x, j) for c in chunks for x, j in zip(c.messages, c.indices, strict=True)]
+            (held,) = [x for x, j in pairs if j == len(cand) - 1]
             if held.has_tool_use():  # a call (not only repeats of open ones): an episode
                 starts = [i for i in range(pos) if starts_turn(self.added[i])]
                 self.episode = starts[-1] if starts else -1
-        exchanges = [c for c in chunks if opens_exchange(c.messages[0])]
-        if exchanges and exchanges[-1] is chunks[-1]:
-            current.append(exchanges[-1])
-        current += [c for c in exchanges if c.pending and cand[c.indices[0]] > self.episode]
+        current += [
+            c
+            for c in chunks
+            if opens_exchange(c.messages[0])
+            and cand[c.indices[0]] > self.episode
+            and (c.pending or c is chunks[-1])
+        ]
         dropped: list[str] = []
         keep: list[Chunk] = []
         over = total > self.limit

@@ -53,12 +53,14 @@ def current_turn(messages: Sequence[Message]) -> tuple[int, list[int]]:
     """The current turn of ``messages``: ``(turn, exchange)``.
 
     ``turn`` is the position of the newest message that starts a turn (``starts_turn``),
-    or -1; ``exchange`` the positions of the *open exchange*, sorted: the newest tool
-    exchange (the ``ChunkBuilder`` chunk of an assistant's calls and every result
-    answering them so far) while it is the newest chunk that is not an orphan, and every
-    exchange still awaiting a result that started after the turn of the newest call
-    (calls running while the user types, several at once); ``[]`` when there is none
-    (the assistant answered in plain text, or the user spoke after the results).
+    or -1; ``exchange`` the positions of the *open exchange*, sorted: the tool exchanges
+    (``ChunkBuilder`` chunks of an assistant's calls and every result answering them so
+    far) that started after the turn of the newest call, while they await a result
+    (calls running while the user types, several at once) or are the newest chunk that
+    is not an orphan; ``[]`` when there is none (the assistant answered in plain text,
+    or the user spoke after the results). A call of an earlier turn still awaiting its
+    result when a newer turn made calls is abandoned: a view may let it go, and a late
+    result to it then answers nothing the view holds.
 
     Every view keeps the current turn: ``History`` never drops it, the ``Packer`` keeps
     it before anything else (reason ``"turn"``), a session never evicts it, and when it
@@ -70,13 +72,12 @@ def current_turn(messages: Sequence[Message]) -> tuple[int, list[int]]:
     exchanges = [c for c in chunks if opens_exchange(c.messages[0])]
     if not exchanges:
         return turn, []
-    newest = exchanges[-1]
-    calls = (i for c in exchanges for m, i in zip(c.messages, c.indices) if m.has_tool_use())
+    calls = (
+        i for c in exchanges for m, i in zip(c.messages, c.indices, strict=True) if m.has_tool_use()
+    )
     call = max(calls, default=-1)
     since = next((i for i in range(call - 1, -1, -1) if starts_turn(messages[i])), -1)
-    open_ = [c for c in exchanges if c.pending and c.start > since]
-    if newest is chunks[-1] and newest not in open_:
-        open_.append(newest)
+    open_ = [c for c in exchanges if c.start > since and (c.pending or c is chunks[-1])]
     return turn, sorted(i for c in open_ for i in c.indices)
 
 

@@ -73,15 +73,15 @@ def open_turn(
 ) -> list[int]:
     """Table positions of the current turn (``model.current_turn``) that can be sent: the
     chunk of the message at ``last_turn`` (the newest that starts a turn; -1: none) and
-    the open exchange: ``exchange`` (the newest builder chunk that is a tool exchange)
-    while it is the newest chunk that is not an orphan, and every chunk awaiting a result
-    that starts after ``episode`` (the turn start before the newest call). ``pos_of``
+    the open exchange: the chunks starting after ``episode`` (the turn start before the
+    newest call) that await a result, or are ``exchange`` (the newest builder chunk that
+    is a tool exchange) while it is the newest chunk that is not an orphan. ``pos_of``
     maps an input index to its table position."""
     out = [] if last_turn < 0 else [pos_of[last_turn]]
     if exchange is None:
         return out
     chunks = [c for _, c in builder.open_calls() if c.start > episode]
-    if not exchange.pending:
+    if not exchange.pending and exchange.start > episode:
         newest = next((c for c in reversed(builder.chunks) if not c.orphan), None)
         if newest is exchange:
             chunks.append(exchange)

@@ -3,9 +3,9 @@
 ``views.log.ChunkLog`` adds and drops; this base holds what both need, the moving pins
 (``"last_user"``, negative positions), which re-pin and release chunks as messages
 arrive, and the current turn (``model.current_turn``): the unit holding the newest
-message that starts a turn (``_turn``) and the open exchange: the newest tool exchange
-(``_exchange``) while it is the newest unit, and every exchange awaiting a result that
-started after the turn of the newest call (``_episode``). None of them is ever dropped
+message that starts a turn (``_turn``) and the open exchange: the tool exchanges that
+started after the turn of the newest call (``_episode``), while they await a result or
+are the newest unit (``_exchange``, the newest exchange). None of them is ever dropped
 or evicted while it is current.
 """
 
@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
 
-from ..model import Chunk, ChunkBuilder, Message, PinPolicy, opens_exchange, starts_turn
+from ..model import Chunk, ChunkBuilder, Message, PinPolicy, starts_turn
 from ..tokens import BaseTokenizer, Tokenizer
 
 _Plain: TypeAlias = tuple[Message, int]
@@ -201,16 +201,17 @@ class LogState:
 
     def in_turn(self, unit: Unit) -> bool:
         """Whether ``unit`` is part of the current turn: it holds the newest message that
-        starts a turn, or it is the open exchange (the newest tool exchange, while it is
-        the newest unit or a call in it awaits its result)."""
+        starts a turn, or it is of the open exchange (an exchange started after the turn
+        of the newest call, while a call in it awaits its result or it is the newest
+        unit)."""
         if unit is self._turn:
             return True
         if type(unit) is tuple:
             return False
         chunk: Chunk = unit  # type: ignore[assignment]
-        if chunk.pending:
-            return chunk.start > self._episode
-        return chunk is self._exchange and chunk is self._newest()
+        if chunk.start <= self._episode:
+            return False
+        return bool(chunk.pending) or (chunk is self._exchange and chunk is self._newest())
 
     def _newest(self) -> Unit | None:
         """The newest unit (the deque's, or the newest set aside when it is empty)."""
@@ -397,9 +398,9 @@ class LogState:
         old, self._episode = self._episode, self._turn_at
         loose, dyn, turn = self._loose, self._dyn, self._turn
         for c in self._held.values():
-            if c.pending and old < c.start <= self._episode:
-                if not c.pinned and c not in dyn and c is not turn:
-                    heapq.heappush(loose, c.start)
+            fresh = c.pending and old < c.start <= self._episode
+            if fresh and not c.pinned and c not in dyn and c is not turn:
+                heapq.heappush(loose, c.start)
 
     def _acct(self, chunk: Chunk, sign: int) -> None:
         if chunk.pinned:

@@ -280,8 +280,7 @@ class ChunkLog(LogState):
                 dropped.append(old.id)
                 continue
             chunk: Chunk = e  # type: ignore[assignment]
-            exchange = chunk is self._exchange
-            if exchange and not dq:
+            if not dq and chunk is self._exchange and chunk.start > self._episode:
                 dq.append(chunk)  # the open exchange, the newest unit: part of the turn
                 break
             if builder is not None:
