@@ -338,14 +338,13 @@ class SessionView:
                 elif log.protected(u):
                     turn[1] += tokens
         full = s_tok + sum(p[2] for p in parts)
-        out, total, omitted = self._fit(parts, full, summary, s_tok, 0)
-        anthropic, a_total, stand_in = out, total, False
+        out, total, omitted, join = self._fit_joined(parts, full, summary, s_tok, 0)
+        anthropic, a_total, stand_in = out, total + join, False
         if needs_stand_in(out):  # rare: the Anthropic request gets a view of its own
             reserve = stand_in_tokens(self.tokenizer)
-            anthropic, a_total, _ = self._fit(parts, full, summary, s_tok, reserve)
+            anthropic, a_total, _, join = self._fit_joined(parts, full, summary, s_tok, reserve)
             stand_in = needs_stand_in(anthropic)
-            a_total += reserve if stand_in else 0
-        a_total += joined(anthropic, stand_in)  # results joined into one user message
+            a_total += join + (reserve if stand_in else 0)
         tokens = max(total, a_total)
         fits = tokens <= self.limit
         reduced = sum(1 for m in out if REDUCED_KEY in m.metadata)
@@ -378,6 +377,28 @@ class SessionView:
         else:
             why = f"the context needs {tokens:,} tokens"
         return (f"{why}, of the {limit:,} a context may use: sent anyway",)
+
+    def _fit_joined(
+        self,
+        parts: list[tuple[Unit, list[Message], int]],
+        full: int,
+        summary: Message | None,
+        s_tok: int,
+        reserve: int,
+    ) -> tuple[list[Message], int, int, int]:
+        """``_fit`` counting what an Anthropic request adds when it joins tool results to
+        the user message before them (``joined``: a token each), so the request fits
+        with them or sends only what may not be left out. Also returns that count.
+
+        The count depends on what is kept, so the room for it grows until it holds
+        (at most once per message: it only grows)."""
+        extra = 0
+        while True:
+            out, total, omitted = self._fit(parts, full, summary, s_tok, reserve + extra)
+            join = joined(out, reserve > 0 and needs_stand_in(out))
+            if join <= extra or total + join <= self.limit - reserve:
+                return out, total, omitted, join
+            extra = join
 
     def _fit(
         self,
