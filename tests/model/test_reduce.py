@@ -140,7 +140,9 @@ def results(draw: st.DrawFn) -> str:
     if kind == "object":
         return json.dumps({"count": n, "rows": rows(n), "text": "t " * draw(st.integers(0, 900))})
     if kind == "nested":
-        return json.dumps([{"id": i, "tags": [f"t{k}" for k in range(n)]} for i in range(n // 4 + 1)])
+        return json.dumps(
+            [{"id": i, "tags": [f"t{k}" for k in range(n)]} for i in range(n // 4 + 1)]
+        )
     if kind == "lines":
         return "\n".join(f"{i}: " + "entry " * draw(st.integers(0, 12)) for i in range(n * 3))
     return " ".join(f"w{i}" for i in range(n * 20))

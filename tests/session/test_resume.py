@@ -91,7 +91,9 @@ def script(raw: list[tuple[str, int, int]]) -> list[Message]:
         elif kind == "big":
             rows = [{"id": f"{i}-{k}", "note": WORDS[k % len(WORDS)]} for k in range(20 * size)]
             out.append(Message(f"m{i}", "assistant", content=[ToolUseBlock(f"c{i}", "list")]))
-            out.append(Message(f"m{i}r", "tool", content=[ToolResultBlock(f"c{i}", json.dumps(rows))]))
+            out.append(
+                Message(f"m{i}r", "tool", content=[ToolResultBlock(f"c{i}", json.dumps(rows))])
+            )
         elif kind == "call":
             width = 1 + size % 2
             calls = [ToolUseBlock(f"c{i}_{k}", "lookup", {"q": text[:20]}) for k in range(width)]

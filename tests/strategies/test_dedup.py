@@ -294,7 +294,13 @@ def test_bad_chunks_keep_their_reasons() -> None:
     r = Packer(budget=5000, strategy=SemanticDedup(HashingEmbedder())).pack(
         [*ms, say("u2", "user", "bye")]
     )
-    assert [d.reason for d in r.decisions] == ["orphan", "recent", "unanswered", "duplicate", "turn"]
+    assert [d.reason for d in r.decisions] == [
+        "orphan",
+        "recent",
+        "unanswered",
+        "duplicate",
+        "turn",
+    ]
 
 
 # ----------------------------------------------------------------- embedding work

@@ -215,7 +215,9 @@ def test_pins_overflowing_the_budget_are_reported_not_cut() -> None:
     assert [m.id for m in r.kept] == ["s"]
     assert not r.fits and "pinned messages alone need 50 tokens" in r.problems()[0]
     # The current turn is sent with them all the same.
-    r = Packer(budget=10, tokenizer=GIVEN, strategy=Recency(min_keep=0)).pack([*ms, msg("u", "user", 5)])
+    r = Packer(budget=10, tokenizer=GIVEN, strategy=Recency(min_keep=0)).pack(
+        [*ms, msg("u", "user", 5)]
+    )
     assert [m.id for m in r.kept] == ["s", "u"] and not r.fits
 
 
@@ -393,7 +395,7 @@ def window_oracle(messages: list[Message], pins: tuple[Any, ...], window: Any) -
         head = free[: window.head]
         floor = head[-1][0] if head else -1
         after = [idx for idx, k in chunks if idx[0] > floor and k in ("free", "turn")]
-        tail = after[len(after) - window.tail :] if window.tail else []
+        tail = after[max(0, len(after) - window.tail) :] if window.tail else []
         keep = head + [c for c in tail if c in free]
     else:
         cutoff = window.now() - window.seconds

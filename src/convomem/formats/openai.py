@@ -43,6 +43,7 @@ there, each result after its own call.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from ..errors import InvalidMessage, NotAMessage
@@ -260,7 +261,7 @@ def order_tool_results(dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in d.get("tool_calls") or ():
             if isinstance(call, Mapping):
                 made[call.get("id")] = i
-    if all(a <= b for a, b in zip(keys, keys[1:])):
+    if all(a <= b for a, b in pairwise(keys)):
         return dicts
     order = sorted(range(len(dicts)), key=keys.__getitem__)
     return [dicts[i] for i in order]

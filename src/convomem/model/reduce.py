@@ -71,7 +71,7 @@ def reduce_results(
     measure = _measure(message, count)
     blocks: list[Block] = []
     saved = 0
-    for b in message.content:
+    for b in message.blocks:
         if isinstance(b, ToolResultBlock):
             new, cut = _reduce_block(b, limit, measure, message.id)
             saved += cut
@@ -206,7 +206,9 @@ def _cut_lines(text: str, room: int, full: int, note: str) -> str:
         gone = len(lines) - len(head) - len(tail)
         if head or tail:
             left = full * (len(text) - used) // max(1, len(text))
-            marker = f"[{_ELLIPSIS} {gone:,} lines left out (about {left:,} tokens){note} {_ELLIPSIS}]"
+            marker = (
+                f"[{_ELLIPSIS} {gone:,} lines left out (about {left:,} tokens){note} {_ELLIPSIS}]"
+            )
             return "\n".join([*head, marker, *tail])
     head_text, tail_text = _ends(text, room)
     gone = len(text) - len(head_text) - len(tail_text)
@@ -289,7 +291,9 @@ def _fit_list(items: list[Any], room: int, note: list[str]) -> list[Any]:
     if not keep and n:  # not even the first item fits whole: it is cut itself
         first = _fit(items[0], max(2, room - used - 2), note)
         gone = n - 1
-        tail = [f"[{_ELLIPSIS} {gone:,} more items left out{_take(note)} {_ELLIPSIS}]"] if gone else []
+        tail = (
+            [f"[{_ELLIPSIS} {gone:,} more items left out{_take(note)} {_ELLIPSIS}]"] if gone else []
+        )
         return [first, *tail]
     gone = n - len(keep)
     marker = f"[{_ELLIPSIS} {gone:,} of {n:,} items left out{_take(note)} {_ELLIPSIS}]"

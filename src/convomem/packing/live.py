@@ -281,8 +281,6 @@ class LiveTable(ChunkTable):
         extra = self.dyn + [p for p, _ in self.flips]
         self._pinned = sorted(self.spin_pos + extra) if extra else self.spin_pos
 
-
-
     def _unapply_dyn(self) -> None:
         for p in self.dyn:
             self.free[p] = 1

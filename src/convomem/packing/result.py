@@ -88,11 +88,11 @@ class PackResult:
     exchange) is kept before anything else, reason ``"turn"``.
     ``token_count`` is the tokenizer's count of ``kept``; ``headroom`` is
     ``budget - token_count`` (negative when pins, the current turn, ``min_keep`` or
-    ``start_on`` forced an overflow). ``lost_pins`` maps the input index of each pinned message that could not
-    be sent (a pinned tool result without its call...) to the reason; ``unstartable`` is
-    True when ``start_on`` found no user turn to start on; ``fits`` is False in both
-    cases too, and ``problems()`` and ``explain()`` say why. ``dropped`` and ``decisions``
-    are computed on first access.
+    ``start_on`` forced an overflow). ``lost_pins`` maps the input index of each pinned
+    message that could not be sent (a pinned tool result without its call...) to the
+    reason; ``unstartable`` is True when ``start_on`` found no user turn to start on;
+    ``fits`` is False in both cases too, and ``problems()`` and ``explain()`` say why.
+    ``dropped`` and ``decisions`` are computed on first access.
     """
 
     __slots__ = (
@@ -409,5 +409,7 @@ def _stray(original: Message, copy: Message) -> str:
     out = [f"sent repaired: {' and '.join(what)}, left out"] if what else []
     info = copy.metadata.get(REDUCED_KEY)
     if info is not None:
-        out.append(f"sent reduced: results over {info['limit']:,} tokens cut to their head and tail")
+        out.append(
+            f"sent reduced: results over {info['limit']:,} tokens cut to their head and tail"
+        )
     return "; ".join(out)
