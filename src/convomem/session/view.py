@@ -30,7 +30,8 @@ from ..model import REDUCED_KEY, Chunk, Message, PinPolicy, starts_turn
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
-from ._turns import STAND_IN, answers_first, joined, needs_stand_in, opens_turn, stand_in_tokens
+from ._fit import Fit, Part
+from ._turns import STAND_IN, answers_first, needs_stand_in, opens_turn, stand_in_tokens
 
 __all__ = [  # the ordering rules live in ``_turns``; these names stay importable from here
     "STAND_IN",
@@ -324,7 +325,7 @@ class SessionView:
         says it still needs it), and ``tokens`` / ``fits`` hold for both requests.
         """
         s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
-        parts: list[tuple[Unit, list[Message], int]] = []
+        parts: list[Part] = []
         waiting = 0
         log = self.log
         turn = [0, 0]  # tokens of the current turn, and of what else may not be left out
@@ -338,11 +339,12 @@ class SessionView:
                 elif log.protected(u):
                     turn[1] += tokens
         full = s_tok + sum(p[2] for p in parts)
-        out, total, omitted, join = self._fit_joined(parts, full, summary, s_tok, 0)
+        fit = Fit(log, self.head, self.limit)
+        out, total, omitted, join = fit.joined(parts, full, summary, s_tok, 0)
         anthropic, a_total, stand_in = out, total + join, False
         if needs_stand_in(out):  # rare: the Anthropic request gets a view of its own
             reserve = stand_in_tokens(self.tokenizer)
-            anthropic, a_total, _, join = self._fit_joined(parts, full, summary, s_tok, reserve)
+            anthropic, a_total, _, join = fit.joined(parts, full, summary, s_tok, reserve)
             stand_in = needs_stand_in(anthropic)
             a_total += join + (reserve if stand_in else 0)
         tokens = max(total, a_total)
@@ -377,78 +379,3 @@ class SessionView:
         else:
             why = f"the context needs {tokens:,} tokens"
         return (f"{why}, of the {limit:,} a context may use: sent anyway",)
-
-    def _fit_joined(
-        self,
-        parts: list[tuple[Unit, list[Message], int]],
-        full: int,
-        summary: Message | None,
-        s_tok: int,
-        reserve: int,
-    ) -> tuple[list[Message], int, int, int]:
-        """``_fit`` counting what an Anthropic request adds when it joins tool results to
-        the user message before them (``joined``: a token each), so the request fits
-        with them or sends only what may not be left out. Also returns that count.
-
-        The count depends on what is kept, so the room for it grows until it holds
-        (at most once per message: it only grows)."""
-        extra = 0
-        while True:
-            out, total, omitted = self._fit(parts, full, summary, s_tok, reserve + extra)
-            join = joined(out, reserve > 0 and needs_stand_in(out))
-            if join <= extra or total + join <= self.limit - reserve:
-                return out, total, omitted, join
-            extra = join
-
-    def _fit(
-        self,
-        parts: list[tuple[Unit, list[Message], int]],
-        full: int,
-        summary: Message | None,
-        s_tok: int,
-        reserve: int,
-    ) -> tuple[list[Message], int, int]:
-        """The view within ``limit - reserve`` if it can be: the oldest unprotected parts
-        left out, then the summary. Returns its messages, tokens and how many it omits."""
-        limit = self.limit - reserve
-        if full <= limit:
-            return self._arrange(parts, summary), full, 0
-        kept, total, omitted = self._omit(parts, full, limit)
-        if total > limit and summary is not None:
-            total -= s_tok
-            summary = None
-        return self._arrange(kept, summary), total, omitted
-
-    def _omit(
-        self, parts: list[tuple[Unit, list[Message], int]], total: int, limit: int
-    ) -> tuple[list[tuple[Unit, list[Message], int]], int, int]:
-        """Leave out the oldest parts no pin holds and not of the current turn until
-        ``total`` fits ``limit``, if it can."""
-        log = self.log
-        keep: list[tuple[Unit, list[Message], int]] = []
-        omitted = 0
-        for p in parts:
-            if total > limit and not log.keeps(p[0]):
-                total -= p[2]
-                omitted += len(p[1])
-            else:
-                keep.append(p)
-        return keep, total, omitted
-
-    def _arrange(
-        self, parts: list[tuple[Unit, list[Message], int]], summary: Message | None
-    ) -> list[Message]:
-        out: list[Message] = []
-        head = self.head
-        for u, msgs, _ in parts:
-            if summary is not None and not self._in_head(u, head):
-                out.append(summary)
-                summary = None
-            out.extend(msgs)
-        if summary is not None:
-            out.append(summary)
-        return out
-
-    @staticmethod
-    def _in_head(unit: Unit, head: int) -> bool:
-        return isinstance(unit, Chunk) and unit.indices[-1] < head
