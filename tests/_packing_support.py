@@ -14,7 +14,9 @@ from convomem.model import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    current_turn,
     group_pairs,
+    starts_turn,
     validate_pairs,
 )
 from convomem.packing import REASONS, PackResult, countable_stub
@@ -149,9 +151,12 @@ def check_invariants(
     valid = not result.lost_pins and not result.unstartable
     assert result.fits == (result.token_count <= result.budget and valid)
     assert result.headroom == result.budget - result.token_count
-    if not result.fits:
+    if not result.fits:  # what no strategy may drop (the pins, the current turn) overflows
+        sent = result.repairs
         forced = sum(
-            tokenizer.count_message(messages[d.index]) for d in decisions if d.reason == "pinned"
+            tokenizer.count_message(sent.get(d.index, messages[d.index]))
+            for d in decisions
+            if d.reason in ("pinned", "turn")
         ) + tokenizer.count_messages(result.stubs)
         assert (
             forced > result.budget
@@ -201,14 +206,31 @@ def chunk_status(chunk: Chunk, unanswered: str, tokenizer: Any) -> tuple[bool, l
     return validate_pairs([*chunk.messages, *stubs]) == [], stubs
 
 
+def turn_pins(messages: Sequence[Message], tokenizer: Any, unanswered: str) -> set[int]:
+    """Indices the current turn holds: the newest message that starts a turn (brute force
+    over the list), and the open exchange (``model.current_turn``) when it can be sent."""
+    turn = max((i for i, m in enumerate(messages) if starts_turn(m)), default=-1)
+    _, exchange = current_turn(messages)
+    out = {turn} if turn >= 0 else set()
+    repaired = repaired_forms(messages)
+    for chunk in group_pairs(messages):  # the open exchange's chunks that can be sent
+        if set(chunk.indices) <= set(exchange):
+            sent = Chunk([repaired.get(i, messages[i]) for i in chunk.indices], chunk.indices,
+                         pending=set(chunk.pending), orphan=chunk.orphan)  # fmt: skip
+            if chunk_status(sent, unanswered, tokenizer)[0]:
+                out.update(chunk.indices)
+    return out
+
+
 def oracle_chunks(
     messages: Sequence[Message], pins: Sequence[Any], tokenizer: Any, unanswered: str
 ) -> list[tuple[Chunk, bool, int]]:
     """Sendable chunks as (chunk, pinned, cost), from group_pairs and the Packer's pins
-    (``PinPolicy(pins)``: specs add to the system pin). A chunk holds the messages as
-    sent (``repaired_forms``); a pinned tool-free message of an unsendable chunk is sent
-    as a chunk of its own."""
-    pinned_at = PinPolicy(pins).resolve(messages)
+    (``PinPolicy(pins)``: specs add to the system pin) and the current turn (the newest
+    message that starts a turn; the open exchange, when it can be sent). A chunk holds
+    the messages as sent (``repaired_forms``); a pinned tool-free message of an
+    unsendable chunk is sent as a chunk of its own."""
+    pinned_at = PinPolicy(pins).resolve(messages) | turn_pins(messages, tokenizer, unanswered)
     repaired = repaired_forms(messages)
     out = []
     for c in group_pairs(messages, pinned_at):
@@ -236,16 +258,30 @@ def oracle_recency(
     contiguous: bool = False,
     unanswered: str = "drop",
     newest_first: bool = True,
+    gone: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> set[str]:
-    """Ids kept by Recency (or, with newest_first=False, FirstFit)."""
-    chunks = oracle_chunks(messages, pins, tokenizer, unanswered)
+    """Ids kept by Recency (or, with newest_first=False, FirstFit), but for the chunks
+    starting at an index in ``gone``. Recency's ``min_keep`` counts the chunks only the
+    current turn pins among the newest it forces."""
+    chunks = [
+        x for x in oracle_chunks(messages, pins, tokenizer, unanswered) if x[0].start not in gone
+    ]
     room = budget - sum(cost for _, pinned, cost in chunks if pinned)
     kept = {m.id for c, pinned, _ in chunks if pinned for m in c.messages}
-    free = [(c, cost) for c, pinned, cost in chunks if not pinned]
+    policy = PinPolicy(pins).resolve(messages)
+    order = [
+        (c, cost, pinned)
+        for c, pinned, cost in chunks
+        if not pinned or (newest_first and not policy.intersection(c.indices))
+    ]
     if newest_first:
-        free.reverse()
-    for n, (c, cost) in enumerate(free):
-        if n < min_keep or cost <= room:
+        order.reverse()
+    n = 0
+    for c, cost, turn in order:
+        n += 1
+        if turn:
+            continue
+        if n <= min_keep or cost <= room:
             room -= cost
             kept.update(m.id for m in c.messages)
         elif contiguous:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from convomem.errors import ConfigError, InvalidMessage
 from convomem.formats.anthropic import from_anthropic
-from convomem.formats.openai import from_openai, to_openai
+from convomem.formats.openai import from_openai, order_tool_results, to_openai
 from convomem.model import Message, ToolResultBlock, ToolUseBlock
 from convomem.packing import Packer, PackResult
 from convomem.strategies import FirstFit, Importance, Recency
@@ -180,9 +180,10 @@ def test_pack_openai_with_memory_equals_a_cold_pack(
         assert fingerprint(got) == fingerprint(expected)
         assert list(got.messages) == from_openai(items)  # ids and content as a cold conversion
         assert [m.id for m in got.messages] == [m.id for m in from_openai(items)]
-        # What is sent is what converting the cold result gives, and for each message
-        # kept as it is, the caller's own dict (no copy).
-        assert out == to_openai(expected.kept)
+        # What is sent is what converting the cold result gives (each tool result right
+        # after its own call, as the API requires), and for each message kept as it is,
+        # the caller's own dict (no copy).
+        assert out == order_tool_results(to_openai(expected.kept))
         own = {id(items[i]) for i in got.kept_indices if i not in got.repairs}
         assert sum(1 for d in out if id(d) in own) == len(own)
 

@@ -166,7 +166,7 @@ def agent_history(n: int) -> list[Message]:
 def test_each_message_is_tokenized_once_and_the_prefix_is_not_even_looked_up() -> None:
     history = agent_history(2_000)
     tok = CountingTokenizer()
-    packer = Packer(budget=500, tokenizer=tok)
+    packer = Packer(budget=500, tokenizer=tok, result_limit=None)  # nothing to reduce
     first = packer.pack(history[:1_000])
     assert not first.fits or len(first.kept) < 1_000
     assert tok.tokenizations == 1_000  # LlamaIndex re-tokenizes the history per drop
@@ -206,11 +206,17 @@ def test_never_starts_with_an_orphan_tool_result() -> None:
 
 def test_no_orphan_result_mid_list() -> None:
     """AutoGen's token-limited context drops a call and keeps its result mid-list."""
-    ms = [msg("u1", "user", 5), call("c", 50, "x", "y"), result("ry", 3, "y"), msg("u2", "user", 3),
-          result("rx", 3, "x"), msg("a", "assistant", 5)]  # fmt: skip
+    ms = [msg("u1", "user", 5), call("c", 50, "x", "y"), result("ry", 3, "y"),
+          msg("a2", "assistant", 3), result("rx", 3, "x"), msg("a", "assistant", 5)]  # fmt: skip
     r = Packer(budget=30, tokenizer=GIVEN).pack(ms)
     assert [m.id for m in r.kept] == ["u1", "a"]
     assert validate_pairs(r.kept) == []
+    # The newest user message typed while the tool ran is in that exchange: it goes with
+    # it (the current turn), over the budget, and the result says so.
+    ms[3] = msg("u2", "user", 3)
+    r = Packer(budget=30, tokenizer=GIVEN).pack(ms)
+    assert [m.id for m in r.kept] == ["c", "ry", "u2", "rx", "a"] and not r.fits
+    assert validate_pairs(r.kept) == [] and r.decisions[3].reason == "turn"
 
 
 def test_already_orphaned_results_are_dropped_even_when_pinned() -> None:
@@ -301,7 +307,7 @@ def test_result_fields_and_explain() -> None:
     assert r.dropped == [ms[1]] and r.dropped[0] is ms[1]
     assert r.summary is None and r.budget == 40 and r.strategy == "recency"
     assert r.token_count == GIVEN.count_messages(r.kept) and r.fits
-    assert r.reason_counts() == {"pinned": 1, "budget": 1, "recent": 2}
+    assert r.reason_counts() == {"pinned": 1, "budget": 1, "turn": 2}  # c: awaits, stubbed
     text = r.explain()
     assert text.splitlines()[0].startswith("recency: kept 3 of 4 messages")
     for m in ms:
@@ -369,9 +375,10 @@ def test_user_strategy_sees_a_valid_list_with_pins() -> None:
 
     ms = [msg("s", "system", 5), result("o", 5, "gone"), msg("u", "user", 5)]
     r = Packer(budget=50, tokenizer=GIVEN, strategy=Spy()).pack(ms)
-    assert [m.id for m in seen["messages"]] == ["s", "u"] and seen["pins"] == [0]
-    assert [m.id for m in r.kept] == ["s"]  # the pin survives a strategy that drops it
-    assert [d.reason for d in r.decisions] == ["pinned", "orphan", "budget"]
+    assert [m.id for m in seen["messages"]] == ["s", "u"] and seen["pins"] == [0, 1]
+    # the pin and the current turn survive a strategy that drops them
+    assert [m.id for m in r.kept] == ["s", "u"]
+    assert [d.reason for d in r.decisions] == ["pinned", "orphan", "turn"]
 
 
 def test_user_strategy_errors_name_the_strategy() -> None:

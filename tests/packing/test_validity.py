@@ -160,20 +160,25 @@ def test_start_on_drops_what_comes_before_the_first_user_turn() -> None:
     assert ids(plain) == ["s", "a0", "u1", "a1"]
     r = Packer(budget=25, tokenizer=GIVEN, start_on="user").pack(ms)
     assert ids(r) == ["s", "u1", "a1"] and r.fits
-    assert [d.reason for d in r.decisions] == ["pinned", "budget", "start_on", "recent", "recent"]
+    assert [d.reason for d in r.decisions] == ["pinned", "budget", "start_on", "turn", "recent"]
     with pytest.raises(ConfigError, match="start_on='assistant'"):
         Packer(budget=25, start_on="assistant")  # type: ignore[arg-type]
 
 
 def test_start_on_brings_in_the_turn_of_the_newest_exchange() -> None:
-    """An agent loop: only the newest tool exchange fits. Dropping it would send
-    nothing; its user turn is brought in instead (over budget, and said so)."""
+    """An agent loop: only the newest tool exchange fits. Dropping its user turn would
+    send an exchange no request can start with: the current turn (the newest user
+    message and its open exchange) is kept whole instead (over budget, and said so)."""
     ms = [msg("u0", "user", 5), msg("a0", "assistant", 5), msg("u1", "user", 10),
           call("c", 10, "x"), result("r", 10, "x")]  # fmt: skip
-    r = Packer(budget=25, tokenizer=GIVEN, start_on="user").pack(ms)
-    assert ids(r) == ["u1", "c", "r"] and r.token_count == 30 and not r.fits
-    assert r.decisions[2].reason == "start_on"
-    assert "start_on kept 1 message(s) so the list starts on a user turn" in r.explain()
+    for start_on in ("user", None):
+        r = Packer(budget=25, tokenizer=GIVEN, start_on=start_on).pack(ms)
+        assert ids(r) == ["u1", "c", "r"] and r.token_count == 30 and not r.fits
+        assert [d.reason for d in r.decisions][2:] == ["turn"] * 3
+        assert r.problems() == [
+            "over budget by 5 tokens: the current turn (the newest user message and its open "
+            "exchange) needs 30 tokens beside 0 pinned"
+        ]
     # A pinned exchange before the first kept turn brings its turn in too.
     pinned = Packer(budget=30, tokenizer=GIVEN, start_on="user", pin=("tool_results",))
     r = pinned.pack([*ms, msg("a2", "assistant", 30), msg("u3", "user", 5)])
@@ -229,7 +234,7 @@ def test_the_oracle_module_agrees_without_start_on() -> None:
 
 
 def test_min_keep_over_budget_is_visible() -> None:
-    ms = [msg("s", "system", 5), msg("u", "user", 48)]
+    ms = [msg("s", "system", 5), msg("u", "assistant", 48)]
     r = Packer(budget=40, tokenizer=GIVEN).pack(ms)
     assert ids(r) == ["s", "u"] and r.token_count == 53 and not r.fits and r.headroom == -13
     assert r.decisions[1].reason == "min_keep"
@@ -251,7 +256,7 @@ def test_pack_openai_and_anthropic_return_the_result_or_raise() -> None:
     packed = packer.pack_openai(dicts, result=True)
     messages, res = packed
     assert messages == dicts and isinstance(res, PackResult) and not res.fits
-    assert packed.fits is False and packed.result is res and res.decisions[1].reason == "min_keep"
+    assert packed.fits is False and packed.result is res and res.decisions[1].reason == "turn"
     with pytest.raises(OverBudget, match=r"packed \d+ tokens for a budget of 20: over budget") as e:
         packer.pack_openai(dicts, strict=True)
     assert isinstance(e.value.result, PackResult) and not e.value.result.fits
@@ -363,15 +368,16 @@ def test_moving_pins_find_messages_split_around_an_orphan() -> None:
           msg("u4", "user", 1), result("ghost", 1, "nobody"), msg("u6", "user", 1),
           result("r1", 1, "c1")]  # fmt: skip
     bad = ["recent", "unanswered", "unanswered", "unanswered", "unanswered", "orphan"]
-    for pin, u6 in (((-3,), "unanswered"), ((5,), "unanswered"), ((-2,), "pinned"),
+    for pin, u6 in (((-3,), "turn"), ((5,), "turn"), ((-2,), "pinned"),
                     (("last_user",), "pinned")):  # fmt: skip
         packer = Packer(budget=100, tokenizer=GIVEN, pin=pin)
         packer.pack(ms[:3])
         r = packer.pack(ms)
         assert r.decisions == Packer(budget=100, tokenizer=GIVEN, pin=pin).pack(ms).decisions
         assert [d.reason for d in r.decisions] == [*bad, u6, "unanswered"]
-        assert r.lost_pins == ({5: "orphan"} if u6 == "unanswered" else {})
-        assert [m.id for m in r.kept] == (["u0"] if u6 == "unanswered" else ["u0", "u6"])
+        assert r.lost_pins == ({5: "orphan"} if u6 == "turn" else {})
+        # u6, the newest user message, is sent on its own: by its pin, or as the turn
+        assert [m.id for m in r.kept] == ["u0", "u6"]
 
 
 def test_a_moving_pin_in_a_chunk_start_on_must_drop_is_reported() -> None:

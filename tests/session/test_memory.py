@@ -23,6 +23,7 @@ from convomem.model import (
     validate_pairs,
 )
 from convomem.session import COMPRESSED_KEY, ConversationMemory
+from convomem.session._turns import joined
 from convomem.session.view import STAND_IN, answers_first
 from convomem.stores import InMemoryStore
 from convomem.summaries import SEGMENT_KEY, RunningSummary, Summary
@@ -151,6 +152,7 @@ def check_invariants(mem: ConversationMemory, added: list[Message]) -> None:
     view = mem.engine.current()
     anthropic = request_tokens(view.anthropic or ctx)
     anthropic += APPROX.count_message(STAND_IN) if view.stand_in else 0
+    anthropic += joined(view.anthropic or ctx, view.stand_in)  # results joined: a newline
     cost = max(request_tokens(ctx), anthropic)
     assert stats.context_tokens == cost
     if stats.fits:
@@ -225,8 +227,9 @@ def test_random_conversations_keep_every_invariant(
 
 
 def protected_ids(mem: ConversationMemory) -> set[str]:
+    """Ids a compaction may not evict: pinned, or of the current turn."""
     log = mem.view.log
-    return {m.id for u in log.units() if log.protected(u) for m in unit_messages(u)}
+    return {m.id for u in log.units() if log.keeps(u) for m in unit_messages(u)}
 
 
 def count_turns(mem: ConversationMemory) -> int:

@@ -13,9 +13,10 @@ fail on demand. A model holds every accepted message in order; after every step:
   changed nothing (log, ``context()``, summary and stats as before), but for the one
   documented exception: a ``clear`` on a store without ``truncate`` whose put-back
   failed raises ``ClearIncomplete``, which tells exactly what the store still holds;
-- ``context()`` holds logged messages (or their compressed copies) in log order, and is
-  valid for OpenAI (the dicts are ``to_openai`` of the messages: no result without an
-  open call before it, no call without its results, no call id twice) and for
+- ``context()`` holds logged messages (or their compressed or reduced copies) in log
+  order, and is valid for OpenAI (the dicts are ``to_openai`` of the messages, each
+  result right after its call: every assistant message calling tools followed at once by
+  a result for each call, no call id twice) and for
   Anthropic (``context("anthropic")``: a user turn first after the system, no empty
   content, every result after its call, every call answered);
 - every pinned message (system, priority 2) is in the context and in the Anthropic
@@ -60,12 +61,15 @@ from convomem.errors import (
     TransientError,
 )
 from convomem.formats.anthropic import from_anthropic
-from convomem.formats.openai import from_openai, to_openai
+from convomem.formats.openai import from_openai, order_tool_results, to_openai
 from convomem.model import (
+    REDUCED_KEY,
     Message,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    current_turn,
+    group_pairs,
     is_derived_id,
 )
 from convomem.session import ConversationMemory
@@ -169,17 +173,23 @@ class Failed(Exception):
 
 
 def openai_problems(dicts: Sequence[dict[str, Any]]) -> list[str]:
-    """Why Chat Completions would refuse ``dicts``: results without a call before them,
-    calls without results, a call id made twice."""
+    """Why Chat Completions would refuse ``dicts``: an assistant message with tool calls
+    not followed right away by a tool message for each of its calls (a result without
+    its call just before, another message between, two assistant messages calling in a
+    row), a call id made twice."""
     problems: list[str] = []
     made: set[str] = set()
-    open_: set[str] = set()
+    open_: set[str] = set()  # the calls of the last assistant message, not answered yet
     for i, d in enumerate(dicts):
         if d["role"] == "tool":
             cid = d.get("tool_call_id")
             if cid not in open_:
-                problems.append(f"[{i}] answers {cid!r}: no open call before it")
+                problems.append(f"[{i}] answers {cid!r}: not a call of the message before")
             open_.discard(cid)
+            continue
+        if open_:
+            problems.append(f"[{i}] comes before the results of {sorted(open_)}")
+            open_ = set()
         for call in d.get("tool_calls") or ():
             if call["id"] in made:
                 problems.append(f"[{i}] makes call {call['id']!r} twice")
@@ -458,7 +468,7 @@ class MemoryMachine(RuleBasedStateMachine):
         together=st.booleans(),
         as_user=st.booleans(),
         priority=PRIORITY,
-        size=st.integers(1, 60),
+        size=st.integers(1, 60) | st.integers(300, 1500),  # large ones are reduced
         via=VIA,
     )
     def answer_tools(
@@ -680,7 +690,7 @@ class MemoryMachine(RuleBasedStateMachine):
         an = self._read("context", "anthropic")
         s = self.mem.stats()
         # What is sent is the view, valid for each provider.
-        assert oa == to_openai(ctx), "the OpenAI context is not to_openai of the messages"
+        assert oa == order_tool_results(to_openai(ctx)), "the OpenAI context is not the view"
         problems = openai_problems(oa)
         assert not problems, f"invalid OpenAI request: {problems}"
         problems = anthropic_problems(an)
@@ -757,6 +767,38 @@ class MemoryMachine(RuleBasedStateMachine):
                     continue
             missing.append(m.id)
         return missing
+
+    @invariant()
+    def the_current_turn_is_sent(self) -> None:
+        """The newest user message and its open exchange (once every call in it is
+        answered) are in every context, whole or with results reduced (same ids), in the
+        OpenAI request and, when it has text, in the Anthropic one."""
+        if not hasattr(self, "mem"):
+            return
+        turn, exchange = current_turn(self.model)
+        ctx: list[Message] = self._read("context", "messages")
+        sent = {m.id: m for m in ctx}
+        if turn >= 0:
+            m = self.model[turn]
+            assert m.id in sent, f"the newest user message {m.id!r} is not sent"
+            if m.text().strip():
+                an = self._read("context", "anthropic")
+                assert an["messages"], "an Anthropic request with no messages"
+                text = json.dumps(m.text(), ensure_ascii=False)[1:-1]
+                assert text in anthropic_text(an), "the newest user message is not in it"
+        for chunk in group_pairs(self.model):  # its calls and results, once answered
+            # (what else it took in, typed while a call ran, may have left the view)
+            if chunk.pending or not set(chunk.indices) <= set(exchange):
+                continue
+            tools = [m for m in chunk.messages if m.has_tool_use() or m.has_tool_result()]
+            missing = [m.id for m in tools if m.id not in sent]
+            assert not missing, f"the open exchange is not sent whole: {missing}"
+        for m in ctx:  # a reduced result keeps its id, its role and what it answers
+            if REDUCED_KEY in m.metadata:
+                (orig,) = [x for x in self.model if x.id == m.id]
+                assert m.role == orig.role  # (a copy may also have lost stray results)
+                assert set(m.tool_result_ids()) <= set(orig.tool_result_ids())
+                assert TOK.count_message(m) < TOK.count_message(orig)
 
     @invariant()
     def nothing_summarized_twice(self) -> None:

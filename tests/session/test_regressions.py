@@ -277,11 +277,12 @@ def test_a_clear_the_store_can_neither_finish_nor_undo_says_what_it_holds(via: s
 def test_the_anthropic_stand_in_turn_is_within_the_budget(budget: int, updates: int) -> None:
     """Issue 8 known gap: when the view starts with a pinned assistant message, an
     Anthropic request starts with a stand-in user turn, which was not budgeted: the
-    request was over budget (143 tokens for 141) while `fits` was True."""
+    request was over budget (143 tokens for 141) while `fits` was True. (The user's
+    question comes after the pinned message: as the current turn it is never evicted.)"""
     mem = ConversationMemory(budget)
     mem.add("system", "You track parcels.")
-    mem.add("user", "Where is my parcel to Larimer St?")
     mem.add("assistant", "Remember: the customer prefers email, never phone.", priority=2)
+    mem.add("user", "Where is my parcel to Larimer St?")
     for j in range(updates):
         mem.add("assistant", f"Update {j}: it left depot {j} and is on its way to you.")
     request = mem.context("anthropic")

@@ -3,7 +3,8 @@
 Over every store backend (``backend`` fixture), sync and async: a conversation (plain
 turns, tool calls answered at once or later, several calls at once, priority 1 and 2
 messages, moving pins, a turn limit) runs uninterrupted in one memory (A) and, on another
-database, in memories that are closed and reopened at random points (B). After every
+database, in memories that are closed and reopened at random points (B); large tool
+results are held reduced in the view, and a resume brings back the same copies. After every
 message both return byte-identical contexts (OpenAI and Anthropic dicts), and B's
 summarizer calls add up to A's: a resume calls no summarizer for what was done before.
 ``CONVOMEM_RESUME_EXAMPLES`` raises the number of examples.
@@ -12,6 +13,7 @@ summarizer calls add up to A's: a resume calls no summarizer for what was done b
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -65,10 +67,11 @@ configs = st.builds(
     facts=st.booleans(),
 )
 # (kind, size, priority): "user" / "assistant" text, "call" (1-2 tool calls, answered at
-# once when size is even, else later), "answer" (answer every open call).
+# once when size is even, else later), "answer" (answer every open call), "big" (a call
+# answered at once by a JSON list of 20 * size items: reduced in the view).
 steps = st.lists(
     st.tuples(
-        st.sampled_from(["user", "user", "assistant", "assistant", "call", "answer"]),
+        st.sampled_from(["user", "user", "assistant", "assistant", "call", "answer", "big"]),
         st.integers(1, 30),
         st.sampled_from([0, 0, 0, 1, 2]),
     ),
@@ -85,6 +88,12 @@ def script(raw: list[tuple[str, int, int]]) -> list[Message]:
         text = " ".join(WORDS[(i * 5 + k) % len(WORDS)] for k in range(size))
         if kind in ("user", "assistant"):
             out.append(Message(f"m{i}", kind, content=text, priority=prio))
+        elif kind == "big":
+            rows = [{"id": f"{i}-{k}", "note": WORDS[k % len(WORDS)]} for k in range(20 * size)]
+            out.append(Message(f"m{i}", "assistant", content=[ToolUseBlock(f"c{i}", "list")]))
+            out.append(
+                Message(f"m{i}r", "tool", content=[ToolResultBlock(f"c{i}", json.dumps(rows))])
+            )
         elif kind == "call":
             width = 1 + size % 2
             calls = [ToolUseBlock(f"c{i}_{k}", "lookup", {"q": text[:20]}) for k in range(width)]

@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _packing_support import PIN_SPECS, check_invariants, histories, kept_ids, oracle_chunks
+from _packing_support import (
+    PIN_SPECS,
+    check_invariants,
+    histories,
+    kept_ids,
+    oracle_recency,
+    turn_pins,
+)
 from convomem.errors import ConfigError
 from convomem.model import (
     ImageBlock,
@@ -99,7 +106,8 @@ def oracle_duplicates(
     pinned take part; each one repeats an earlier surviving one or survives itself."""
     survivors: list[Sequence[float]] = []
     dups: set[int] = set()
-    for c in group_pairs(messages, PinPolicy(pins).resolve(messages)):
+    held = PinPolicy(pins).resolve(messages) | turn_pins(messages, GIVEN, "drop")
+    for c in group_pairs(messages, held):
         m = c.messages[0]
         if len(c.messages) != 1 or c.pinned or m.has_tool_use() or m.has_tool_result():
             continue
@@ -117,15 +125,7 @@ def oracle_kept(
     messages: Sequence[Message], budget: int, pins: Any, tok: Any, unanswered: str, gone: set[int]
 ) -> set[str]:
     """Recency (min_keep=1) over the sendable chunks that are not duplicates."""
-    chunks = [x for x in oracle_chunks(messages, pins, tok, unanswered) if x[0].start not in gone]
-    room = budget - sum(cost for _, pinned, cost in chunks if pinned)
-    kept = {m.id for c, pinned, _ in chunks if pinned for m in c.messages}
-    free = [(c, cost) for c, pinned, cost in chunks if not pinned]
-    for n, (c, cost) in enumerate(reversed(free)):
-        if n < 1 or cost <= room:
-            room -= cost
-            kept.update(m.id for m in c.messages)
-    return kept
+    return oracle_recency(messages, budget, pins, tok, unanswered=unanswered, gone=gone)
 
 
 def fingerprint(r: PackResult) -> tuple[Any, ...]:
@@ -259,6 +259,7 @@ def test_tool_exchanges_pinned_and_empty_messages_are_never_duplicates() -> None
         say("i1", "user", [ImageBlock("https://example.com/cat.png")]),
         say("i2", "user", [ImageBlock("https://example.com/cat.png")]),
         say("u1", "user", [TextBlock("same words here")]),  # repeats u0: dropped
+        say("u9", "user", "and one more question"),  # the current turn
     ]
     emb = Counting(HashingEmbedder())
     r = Packer(budget=5000, strategy=SemanticDedup(emb)).pack(ms)
@@ -273,6 +274,7 @@ def test_messages_between_a_call_and_its_late_result_are_one_chunk_and_not_dedup
         say("u1", "user", "hello there"),  # inside the chunk c1 .. r1
         say("r1", "tool", [ToolResultBlock("t1", "done")]),
         say("u2", "user", "hello there"),
+        say("u3", "user", "thanks"),  # the current turn (never a duplicate)
     ]
     r = Packer(budget=5000, strategy=SemanticDedup(HashingEmbedder())).pack(ms)
     assert duplicates(r) == {4}
@@ -286,7 +288,19 @@ def test_bad_chunks_keep_their_reasons() -> None:
         say("u1", "user", "hi"),
     ]
     r = Packer(budget=5000, strategy=SemanticDedup(HashingEmbedder())).pack(ms)
-    assert [d.reason for d in r.decisions] == ["orphan", "recent", "unanswered", "duplicate"]
+    # u1 is the current turn: kept even though it repeats u0 (it waited inside the
+    # exchange, which was never answered, and is sent on its own)
+    assert [d.reason for d in r.decisions] == ["orphan", "recent", "unanswered", "turn"]
+    r = Packer(budget=5000, strategy=SemanticDedup(HashingEmbedder())).pack(
+        [*ms, say("u2", "user", "bye")]
+    )
+    assert [d.reason for d in r.decisions] == [
+        "orphan",
+        "recent",
+        "unanswered",
+        "duplicate",
+        "turn",
+    ]
 
 
 # ----------------------------------------------------------------- embedding work

@@ -91,6 +91,7 @@ def test_text_less_messages_are_never_embedded_or_compared() -> None:
         Message(f"m{i}", "user", 5, content=textless(kind, i))
         for i, kind in enumerate(("image", "blank", "empty", "image+space", "image"))
     ] + [Message("v", "user", 5, content="v0"), Message("w", "user", 5, content="v0")]
+    history.append(Message("t", "user", 5, content=textless("image", 9)))  # the turn
     r = Packer(budget=500, tokenizer=GIVEN, strategy=strategy, pin=()).pack(history)
     assert spy.asked == ["v", "w"]  # not even asked for the text-less ones
     assert table.texts == ["v0"] and strategy.cache.embedded == 1

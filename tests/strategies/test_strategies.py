@@ -187,28 +187,38 @@ def test_recency_skips_a_big_chunk_and_keeps_older_small_ones() -> None:
           msg("u2", "user", 10)]  # fmt: skip
     r = Packer(budget=30, tokenizer=GIVEN).pack(ms)
     assert [m.id for m in r.kept] == ["s", "u1", "u2"]
-    assert [d.reason for d in r.decisions] == ["pinned", "recent", "budget", "recent"]
+    assert [d.reason for d in r.decisions] == ["pinned", "recent", "budget", "turn"]
     c = Packer(budget=30, tokenizer=GIVEN, strategy=Recency(contiguous=True)).pack(ms)
     assert [m.id for m in c.kept] == ["s", "u2"]
 
 
 def test_min_keep_forces_the_newest_chunk_over_budget() -> None:
-    ms = [msg("s", "system", 5), msg("u1", "user", 5), msg("u2", "user", 100)]
+    ms = [msg("s", "system", 5), msg("u1", "user", 5), msg("a2", "assistant", 100)]
     r = Packer(budget=30, tokenizer=GIVEN).pack(ms)
-    assert [m.id for m in r.kept] == ["s", "u2"]
-    assert r.decisions[2].reason == "min_keep"
-    assert not r.fits and r.headroom == 30 - 105
+    assert [m.id for m in r.kept] == ["s", "u1", "a2"]
+    assert [d.reason for d in r.decisions] == ["pinned", "turn", "min_keep"]
+    assert not r.fits and r.headroom == 30 - 110
     r0 = Packer(budget=30, tokenizer=GIVEN, strategy=Recency(min_keep=0)).pack(ms)
     assert [m.id for m in r0.kept] == ["s", "u1"] and r0.fits
     f = Packer(budget=30, tokenizer=GIVEN, strategy=FirstFit(min_keep=2)).pack(ms)
-    assert [d.reason for d in f.decisions] == ["pinned", "fits", "min_keep"]
+    assert [d.reason for d in f.decisions] == ["pinned", "turn", "min_keep"]
+    # The current turn counts among the newest chunks min_keep forces: nothing more.
+    turn = [msg("s", "system", 5), msg("a1", "assistant", 100), msg("u2", "user", 100)]
+    r = Packer(budget=30, tokenizer=GIVEN).pack(turn)
+    assert [m.id for m in r.kept] == ["s", "u2"] and not r.fits
+    assert [d.reason for d in r.decisions] == ["pinned", "budget", "turn"]
 
 
 def test_pins_overflowing_the_budget_are_reported_not_cut() -> None:
-    ms = [msg("s", "system", 50), msg("u", "user", 5)]
+    ms = [msg("s", "system", 50), msg("a", "assistant", 5)]
     r = Packer(budget=10, tokenizer=GIVEN, strategy=Recency(min_keep=0)).pack(ms)
     assert [m.id for m in r.kept] == ["s"]
-    assert not r.fits
+    assert not r.fits and "pinned messages alone need 50 tokens" in r.problems()[0]
+    # The current turn is sent with them all the same.
+    r = Packer(budget=10, tokenizer=GIVEN, strategy=Recency(min_keep=0)).pack(
+        [*ms, msg("u", "user", 5)]
+    )
+    assert [m.id for m in r.kept] == ["s", "u"] and not r.fits
 
 
 def test_importance_drops_low_scores_first_older_first() -> None:
@@ -272,7 +282,10 @@ def test_max_age_drops_old_chunks_and_keeps_untimestamped() -> None:
     assert r.decisions[1].reason == "max_age"
     clock[0] = 200.0
     r = Packer(budget=100, tokenizer=GIVEN, strategy=[window, Recency()]).pack(ms)
-    assert [m.id for m in r.kept] == ["s", "none"]
+    assert [m.id for m in r.kept] == ["s", "none", "new"]  # "new" is the current turn
+    assert r.decisions[3].reason == "turn"
+    r = Packer(budget=100, tokenizer=GIVEN, strategy=[window, Recency()]).pack(ms[:3])
+    assert [m.id for m in r.kept] == ["s", "none"]  # "none" is the turn; "old" is too old
 
 
 def test_head_tail_keeps_both_ends() -> None:
@@ -327,7 +340,7 @@ def test_stub_mode_answers_unanswered_calls() -> None:
     assert [m.id for m in originals(r)] == ["u", "c", "r", "a"]
     d = Packer(budget=100, tokenizer="approx").pack(ms)
     assert [m.id for m in d.kept] == ["u", "a"]
-    assert [x.reason for x in d.decisions] == ["recent", "unanswered", "unanswered", "recent"]
+    assert [x.reason for x in d.decisions] == ["turn", "unanswered", "unanswered", "recent"]
 
 
 def table_chunks(messages: list[Message], pins: tuple[Any, ...]) -> list[tuple[list[int], str]]:
@@ -336,21 +349,26 @@ def table_chunks(messages: list[Message], pins: tuple[Any, ...]) -> list[tuple[l
 
     A valid chunk is one table chunk (stray results are repaired, not fatal); an
     unsendable one is split: each tool-free message on its own (sent when pinned), then
-    the rest."""
-    from _packing_support import tool_free
+    the rest. Kind ``"turn"``: pinned only by the current turn."""
+    from _packing_support import tool_free, turn_pins
     from convomem.model import PinPolicy, group_pairs
 
-    pinned_at = PinPolicy(pins).resolve(messages)
+    policy = PinPolicy(pins).resolve(messages)
+    pinned_at = policy | turn_pins(messages, GIVEN, "drop")
+
+    def kind(idx: list[int]) -> str:
+        return "pinned" if policy.intersection(idx) else "turn"
+
     out: list[tuple[list[int], str]] = []
     for c in group_pairs(messages, pinned_at):
         if not (c.orphan or c.pending):
-            out.append((list(c.indices), "pinned" if c.pinned else "free"))
+            out.append((list(c.indices), kind(c.indices) if c.pinned else "free"))
             continue
         bad = "orphan" if c.orphan else "unanswered"
         rest = []
         for i in c.indices:
             if tool_free(messages[i]):
-                out.append(([i], "pinned" if i in pinned_at else bad))
+                out.append(([i], kind([i]) if i in pinned_at else bad))
             else:
                 rest.append(i)
         out.append((rest, bad))
@@ -373,9 +391,12 @@ def window_oracle(messages: list[Message], pins: tuple[Any, ...], window: Any) -
                   and not messages[idx[0]].has_tool_result()]  # fmt: skip
         cut = starts[-window.n] if len(starts) >= window.n else 0
         keep = [c for c in free if c[0] >= cut or messages[c[0]].role == "system"]
-    elif isinstance(window, HeadTail):
-        tail = free[len(free) - window.tail :] if window.tail else []
-        keep = free[: window.head] + [c for c in tail if c not in free[: window.head]]
+    elif isinstance(window, HeadTail):  # the tail counts the current turn's chunks
+        head = free[: window.head]
+        floor = head[-1][0] if head else -1
+        after = [idx for idx, k in chunks if idx[0] > floor and k in ("free", "turn")]
+        tail = after[max(0, len(after) - window.tail) :] if window.tail else []
+        keep = head + [c for c in tail if c in free]
     else:
         cutoff = window.now() - window.seconds
         keep = []

@@ -408,7 +408,7 @@ def test_a_reserve_too_small_for_a_summary_makes_room_for_a_shortened_one() -> N
     assert r.summary is not None and r.summary.content.endswith(TRUNCATION_MARKER)
     assert GIVEN.count_message(r.summary) >= least
     assert plain.calls == [[f"m{i}" for i in range(17)]]
-    assert set(r.reason_counts()) == {"recent", "summarized"}
+    assert set(r.reason_counts()) == {"recent", "summarized", "turn"}
     # The same dropped set at 63: the cached text, clipped to the larger room; no call.
     r = Packer(budget=63, tokenizer=GIVEN, strategy=strategy).pack(history)
     assert [m.id for m in r.kept][1:] == ["m17", "m18", "m19"] and len(plain.calls) == 1
@@ -418,7 +418,7 @@ def test_a_reserve_too_small_for_a_summary_makes_room_for_a_shortened_one() -> N
     r = Packer(budget=30, tokenizer=GIVEN, strategy=strategy).pack(history)
     assert r.summary is None and plain.calls == []
     assert [m.id for m in r.kept] == ["m18", "m19"]
-    assert set(r.reason_counts()) == {"recent", "budget"}
+    assert set(r.reason_counts()) == {"recent", "budget", "turn"}
     # Pins that overflow the budget leave no room either.
     big = [Message("sys", "system", content="rule " * 600), *chat(10)[1:]]
     r = Packer(budget=500, strategy=SummaryEvict(plain)).pack(big)

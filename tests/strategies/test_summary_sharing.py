@@ -426,7 +426,7 @@ def test_on_error_drop_keeps_every_message_accounted_for(
     with caplog.at_level(logging.WARNING, logger="convomem.strategies"):
         r = Packer(budget=120, strategy=strategy, pin=()).pack(history)
     assert r.summary is None and r.dropped and r.fits
-    assert set(r.reason_counts()) == {"recent", "budget"}
+    assert set(r.reason_counts()) == {"recent", "budget", "turn"}
     check_invariants(history, r, pins=(), tokenizer=APPROX)
     assert "summarizer 'broken' failed" in caplog.text and type(fails).__name__ in caplog.text
     assert len(strategy.cache) == 0
@@ -465,7 +465,7 @@ def test_budget_30_sends_a_summary_in_the_reserve_plus_the_unused_budget() -> No
     history = [
         Message(
             f"m{i}",
-            "user" if i % 2 == 0 else "assistant",
+            "user" if i % 2 == 1 else "assistant",  # m5, the current turn, a question
             content=f"a message of forty characters, no. {i:02d}",
         )
         for i in range(6)
@@ -476,4 +476,4 @@ def test_budget_30_sends_a_summary_in_the_reserve_plus_the_unused_budget() -> No
     r = Packer(budget=30, strategy=strategy, pin=()).pack(history)
     assert [m.id for m in r.kept[1:]] == ["m5"] and r.summary is r.kept[0]
     assert r.token_count == 30 and APPROX.count_message(r.summary) == 16
-    assert [d.reason for d in r.decisions] == ["summarized"] * 5 + ["recent"]
+    assert [d.reason for d in r.decisions] == ["summarized"] * 5 + ["turn"]

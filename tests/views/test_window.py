@@ -17,7 +17,9 @@ from convomem.model import (
     ToolResultBlock,
     ToolUseBlock,
     group_pairs,
+    opens_exchange,
     resolve_pins,
+    starts_turn,
 )
 from convomem.tokens import ApproxTokenizer
 from convomem.views.window import History, longest_fitting_run
@@ -44,8 +46,11 @@ class Oracle:
 
     Pins are resolved over every message added so far, the candidate window (what was
     kept plus the new message) is regrouped into chunks, an orphan newcomer is dropped,
-    and, when the total passes the limit, the oldest unpinned chunks go until the total is
-    at most the target (the limit when there is none).
+    and, when the total passes the limit, the oldest chunks that are neither pinned nor
+    part of the current turn (the chunk holding the newest turn start; the exchanges
+    started after the turn of the newest call, while they await a result or are the
+    newest chunk) go until the total is at most the target (the limit when there is
+    none).
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class Oracle:
         self.pairs = keep_tool_pairs
         self.added: list[Message] = []
         self.kept: list[int] = []  # positions in self.added
+        self.episode = -1  # the newest turn start before the newest call kept
 
     def add(self, m: Message) -> list[str]:
         self.added.append(m)
@@ -80,11 +86,26 @@ class Oracle:
             chunks.pop()
         assert not any(c.orphan for c in chunks)
         total = sum(x.tokens or 0 for c in chunks for x in c.messages)
+        turn = max((i for i in [*self.kept, pos] if starts_turn(self.added[i])), default=-1)
+        current = [c for c in chunks if cand.index(turn) in c.indices] if turn >= 0 else []
+        if not orphan and m.has_tool_use():
+            pairs = [(x, j) for c in chunks for x, j in zip(c.messages, c.indices, strict=True)]
+            (held,) = [x for x, j in pairs if j == len(cand) - 1]
+            if held.has_tool_use():  # a call (not only repeats of open ones): an episode
+                starts = [i for i in range(pos) if starts_turn(self.added[i])]
+                self.episode = starts[-1] if starts else -1
+        current += [
+            c
+            for c in chunks
+            if opens_exchange(c.messages[0])
+            and cand[c.indices[0]] > self.episode
+            and (c.pending or c is chunks[-1])
+        ]
         dropped: list[str] = []
         keep: list[Chunk] = []
         over = total > self.limit
         for c in chunks:
-            if over and total > self.cut and not c.pinned:
+            if over and total > self.cut and not c.pinned and not any(c is k for k in current):
                 total -= sum(x.tokens or 0 for x in c.messages)
                 dropped.extend(x.id for x in c.messages)
             else:
@@ -232,8 +253,10 @@ def test_seed_example() -> None:
     assert h.add(Message("a1", "assistant", 40)) == []
     assert h.add(Message("u2", "user", 25)) == ["s"]
     assert h.messages() == ["u1", "a1", "u2"]
-    assert h.add(Message("t1", "tool", 120)) == ["u1", "a1", "u2", "t1"]
-    assert h.messages() == [] and h.total() == 0 and len(h) == 0
+    # Bigger than the limit on its own: it goes, and so does everything but the current
+    # turn (the newest user message), which the window never drops.
+    assert h.add(Message("t1", "tool", 120)) == ["u1", "a1", "t1"]
+    assert h.messages() == ["u2"] and h.total() == 25 and len(h) == 1
 
 
 def test_total_equal_to_limit_fits() -> None:
@@ -263,10 +286,12 @@ def test_target_compacts_only_past_the_limit_and_cuts_to_target() -> None:
     assert h.messages()[:2] == ["m4", "m5"]
 
 
-def test_target_zero_empties_on_compaction() -> None:
+def test_target_zero_empties_all_but_the_current_turn_on_compaction() -> None:
     h = History(10, target=0)
     h.add(Message("a", "user", 6))
-    assert h.add(Message("b", "user", 6)) == ["a", "b"]
+    assert h.add(Message("b", "user", 6)) == ["a"]  # b is the current turn
+    assert h.add(Message("c", "assistant", 6)) == ["c"]
+    assert h.messages() == ["b"] and h.total() == 6
 
 
 def test_words_tokenizer_counts_content() -> None:
@@ -375,9 +400,22 @@ def test_orphan_result_is_dropped_on_arrival() -> None:
 def test_result_after_its_call_was_dropped_is_dropped() -> None:
     h = History(50)
     h.add(call("a", 20, "c1"))
-    assert h.add(Message("u", "user", 40)) == ["a"]  # the pending call goes first
-    assert h.add(result("r", 5, "c1")) == ["r"]
-    assert h.messages() == ["u"]
+    # The call awaits its result: the open exchange, kept with the turn, over the limit.
+    assert h.add(Message("u", "user", 40)) == [] and h.over_limit()
+    assert h.add(call("b", 5, "c2")) == ["a"]  # a newer exchange: the older call goes
+    assert h.add(result("r", 5, "c1")) == ["r"]  # its result has no call left
+    assert h.messages() == ["u", "b"]
+
+
+def test_a_call_awaiting_its_result_waits_for_it() -> None:
+    h = History(50)
+    h.add(call("a", 20, "c1"))
+    assert h.add(Message("u", "user", 40)) == []  # typed while the tool runs
+    assert h.add(result("r", 5, "c1")) == []  # the exchange is whole: a, u, r
+    assert h.messages() == ["a", "u", "r"] and h.total() == 65 and h.over_limit()
+    assert h.add(Message("a2", "assistant", 5)) == ["a2"]  # newest, and not the turn
+    assert h.add(Message("u2", "user", 5)) == ["a", "u", "r"]
+    assert h.messages() == ["u2"] and not h.over_limit()
 
 
 def test_without_tool_pairs_every_message_is_its_own_unit() -> None:
@@ -400,8 +438,10 @@ def test_pinned_call_in_held_table_takes_its_late_result() -> None:
     assert h.messages() == ["a", "s", "u2"] and not h.over_limit()
     assert h.add(result("r", 5, "c1")) == []  # joins the exchange a..r, all pinned
     assert h.messages() == ["a", "s", "u2", "r"] and h.over_limit() and h.total() == 33
-    assert h.add(Message("u3", "user", 1)) == ["u3"]  # u2 is inside the pinned exchange now
-    assert h.messages() == ["a", "s", "u2", "r"]
+    # u2 is inside the pinned exchange now; u3, the current turn, stays over the limit
+    assert h.add(Message("u3", "user", 1)) == []
+    assert h.messages() == ["a", "s", "u2", "r", "u3"] and h.over_limit()
+    assert h.add(Message("a3", "assistant", 1)) == ["a3"]
 
 
 # -- pins --------------------------------------------------------------------------------
@@ -419,17 +459,22 @@ def test_pinned_messages_are_never_dropped() -> None:
 def test_pins_alone_over_the_limit_are_kept_and_reported() -> None:
     h = History(50, pin=["system"])
     h.add(Message("s1", "system", 30))
-    assert h.add(Message("u", "user", 10)) == []
-    assert h.add(Message("s2", "system", 30)) == ["u"]
+    assert h.add(Message("a", "assistant", 10)) == []
+    assert h.add(Message("s2", "system", 30)) == ["a"]
     assert h.messages() == ["s1", "s2"] and h.total() == 60 and h.over_limit()
-    assert h.add(Message("u2", "user", 1)) == ["u2"]
+    assert h.add(Message("a2", "assistant", 1)) == ["a2"]
+    assert h.add(Message("u2", "user", 1)) == []  # the current turn stays, over the limit
+    assert h.messages() == ["s1", "s2", "u2"] and h.total() == 61
 
 
 def test_priority_two_is_always_pinned() -> None:
     h = History(50)
     h.add(Message("keep", "user", 40, priority=2))
-    assert h.add(Message("u", "user", 20)) == ["u"]
+    assert h.add(Message("a", "assistant", 20)) == ["a"]
     assert h.messages() == ["keep"]
+    assert h.add(Message("u", "user", 20)) == []  # the current turn: kept, over the limit
+    assert h.messages() == ["keep", "u"] and h.over_limit()
+    assert h.add(Message("u2", "user", 5)) == ["u"]
 
 
 def test_last_user_pin_moves_and_releases() -> None:
@@ -456,7 +501,7 @@ def test_tool_results_pin_any_role() -> None:
     h = History(50, pin="tool_results")
     h.add(call("a", 10, "c1"))
     h.add(result("r", 10, "c1", role="system"))  # pinned as a result, whatever its role
-    assert h.add(Message("u", "user", 40)) == ["u"]
+    assert h.add(Message("b", "assistant", 40)) == ["b"]
     assert h.messages() == ["a", "r"]
 
 
@@ -489,14 +534,15 @@ def test_bad_limit(limit: Any) -> None:
 
 def test_a_limit_of_zero_keeps_only_zero_token_messages() -> None:
     """The seed's interface: History(0) is valid; zero-token messages fit, and a message
-    with tokens drops everything from the oldest end, itself included."""
+    with tokens drops everything from the oldest end, itself included, but the current
+    turn (the newest user message)."""
     h = History(0)
     assert h.add(Message("a", "user", 0)) == []
     assert h.add(Message("z", "user", 0)) == []
     assert h.messages() == ["a", "z"]
-    assert h.add(Message("b", "assistant", 3)) == ["a", "z", "b"]
+    assert h.add(Message("b", "assistant", 3)) == ["a", "b"]
     assert h.add(Message("c", "user", 0)) == []
-    assert h.messages() == ["c"]
+    assert h.messages() == ["z", "c"]
     assert h.total() == 0
     assert not h.over_limit()
 

@@ -6,13 +6,14 @@ The framework formats live in their own modules, imported only when named:
 """
 
 from .anthropic import from_anthropic, to_anthropic
-from .openai import from_openai, to_openai
+from .openai import from_openai, order_tool_results, to_openai
 from .openai_responses import from_responses, to_responses
 
 __all__ = [
     "from_anthropic",
     "from_openai",
     "from_responses",
+    "order_tool_results",
     "to_anthropic",
     "to_openai",
     "to_responses",

@@ -32,11 +32,18 @@ go over when the equivalent is faithful: an Anthropic PDF ``document`` becomes a
 (``thinking``, ``redacted_thinking``, server tool blocks, Responses ``reasoning`` and
 hosted tool items) is left out, and a message left with nothing to send is not written
 at all (Chat Completions rejects an empty ``content``), as ``to_anthropic`` does.
+
+``to_openai`` keeps the order of its messages. ``order_tool_results`` puts the dicts in
+the order the API requires (every tool message right after the assistant message whose
+call it answers); a session's ``context("openai")`` and ``Packer.pack_openai`` apply it:
+one message answering the calls of two assistant messages (Anthropic style) is split
+there, each result after its own call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from ..errors import InvalidMessage, NotAMessage
@@ -233,3 +240,28 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         target.update(extra)
         out.extend(made)
     return out
+
+
+def order_tool_results(dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``dicts`` (Chat Completions messages) with every ``tool`` message right after the
+    assistant message that made its call, after that message's earlier results.
+
+    The API requires an assistant message with ``tool_calls`` to be followed by the
+    results of all its calls. Two assistant messages each making a call, answered by one
+    message carrying both results, convert to ``assistant(c1), assistant(c2), tool(c1),
+    tool(c2)``, which it rejects; here it becomes ``assistant(c1), tool(c1),
+    assistant(c2), tool(c2)``. Anything else keeps its order (a result whose call comes
+    later, or nowhere, stays where it is). Returns ``dicts`` itself when nothing moves.
+    """
+    made: dict[Any, int] = {}  # call id -> the position of the assistant message making it
+    keys: list[tuple[int, int, int]] = []
+    for i, d in enumerate(dicts):
+        at = made.get(d.get("tool_call_id")) if d.get("role") == "tool" else None
+        keys.append((i, 0, 0) if at is None else (at, 1, i))
+        for call in d.get("tool_calls") or ():
+            if isinstance(call, Mapping):
+                made[call.get("id")] = i
+    if all(a <= b for a, b in pairwise(keys)):
+        return dicts
+    order = sorted(range(len(dicts)), key=keys.__getitem__)
+    return [dicts[i] for i in order]

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final, TypeAlias
 
 from ..errors import ConfigError
+from .chunks import group_pairs
 from .messages import Message
 
 PinSpec: TypeAlias = str | int
@@ -38,6 +39,46 @@ def starts_turn(message: Message) -> bool:
     if message.role != "user" or COMPRESSED_KEY in message.metadata:
         return False
     return type(message.content) is str or not message.has_tool_result()
+
+
+def opens_exchange(message: Message) -> bool:
+    """Whether a chunk whose first message is ``message`` is a tool exchange: it calls a
+    tool (or, in a view that keeps no tool pairs, carries a result)."""
+    return type(message.content) is not str and (
+        message.has_tool_use() or message.has_tool_result()
+    )
+
+
+def current_turn(messages: Sequence[Message]) -> tuple[int, list[int]]:
+    """The current turn of ``messages``: ``(turn, exchange)``.
+
+    ``turn`` is the position of the newest message that starts a turn (``starts_turn``),
+    or -1; ``exchange`` the positions of the *open exchange*, sorted: the tool exchanges
+    (``ChunkBuilder`` chunks of an assistant's calls and every result answering them so
+    far) that started after the turn of the newest call, while they await a result
+    (calls running while the user types, several at once) or are the newest chunk that
+    is not an orphan; ``[]`` when there is none (the assistant answered in plain text,
+    or the user spoke after the results). A call of an earlier turn still awaiting its
+    result when a newer turn made calls is abandoned: a view may let it go, and a late
+    result to it then answers nothing the view holds.
+
+    Every view keeps the current turn: ``History`` never drops it, the ``Packer`` keeps
+    it before anything else (reason ``"turn"``), a session never evicts it, and when it
+    does not fit alone the view says so rather than sending something without it. The
+    views track it incrementally; this is the definition they agree with.
+    """
+    turn = next((i for i in range(len(messages) - 1, -1, -1) if starts_turn(messages[i])), -1)
+    chunks = [c for c in group_pairs(messages) if not c.orphan]
+    exchanges = [c for c in chunks if opens_exchange(c.messages[0])]
+    if not exchanges:
+        return turn, []
+    calls = (
+        i for c in exchanges for m, i in zip(c.messages, c.indices, strict=True) if m.has_tool_use()
+    )
+    call = max(calls, default=-1)
+    since = next((i for i in range(call - 1, -1, -1) if starts_turn(messages[i])), -1)
+    open_ = [c for c in exchanges if c.start > since and (c.pending or c is chunks[-1])]
+    return turn, sorted(i for c in open_ for i in c.indices)
 
 
 def check_pins(pin: Iterable[PinSpec] | PinSpec | None) -> tuple[PinSpec, ...]:

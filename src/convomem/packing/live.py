@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left
+from collections.abc import Callable
 from itertools import islice
 
-from ..model import Chunk, ChunkBuilder, Message, PinPolicy
+from ..model import Chunk, ChunkBuilder, Message, PinPolicy, opens_exchange, starts_turn
 from ..tokens import Tokenizer
 from .classify import (
     OK,
@@ -18,7 +19,7 @@ from .classify import (
     count_checked,
 )
 from .mintree import INF, MinTree
-from .table import ChunkTable, _check_items, lost_pins
+from .table import ChunkTable, _check_items, lost_pins, open_turn
 
 
 class LiveTable(ChunkTable):
@@ -27,10 +28,14 @@ class LiveTable(ChunkTable):
     ``update(msgs)`` reuses the previous state when ``msgs`` starts with the messages it
     describes (``base``, its own list): only new messages are counted and chunked, and
     only the chunks they change are classified again. Static pins (``PinPolicy.static``)
-    are decided when a message arrives; moving pins (``last_user``, negative indices) are
-    applied for one call and undone before the next (``dyn``: free chunks pinned;
-    ``flips``: tool-free candidates made sendable; ``swaps``: unsendable chunks recorded
-    as losing a moving pin). ``version`` changes with every update.
+    are decided when a message arrives; moving pins (``last_user``, negative indices) and
+    the current turn (``model.current_turn``: the newest message that starts a turn, the
+    open exchange; ``turn_only`` records what only the turn holds) are applied for one
+    call and undone before the next (``dyn``: free chunks pinned; ``flips``: tool-free
+    candidates made sendable; ``swaps``: unsendable chunks recorded as losing a moving
+    pin). A new message carrying a tool result over ``result_limit`` tokens is chunked as
+    its reduced copy (``reduce``; ``reduced`` maps its index to it), sent in its place like
+    a repaired copy. ``version`` changes with every update.
     """
 
     def __init__(
@@ -39,12 +44,17 @@ class LiveTable(ChunkTable):
         policy: PinPolicy,
         unanswered: Unanswered,
         stubber: Stubber,
+        *,
+        result_limit: int | None = None,
+        reduce: Callable[[Message, int], Message] | None = None,
     ) -> None:
         super().__init__(
             [], [], [], [], bytearray(), {}, [],
             tokenizer=tokenizer, unanswered=unanswered, stubber=stubber,
         )  # fmt: skip
         self.policy = policy
+        self.result_limit = result_limit
+        self.reduce = reduce
         self.version = 0
         self.reset()
 
@@ -70,6 +80,12 @@ class LiveTable(ChunkTable):
         self.tree = MinTree()
         self.seen_user = False
         self.last_user = -1
+        self.last_turn = -1  # the newest message that starts a turn
+        self.exchange: Chunk | None = None  # the newest builder chunk that is an exchange
+        self.episode = -1  # the turn start before the newest call
+        self._reduced_at: dict[int, Message] = {}
+        self.reduced = self._reduced_at
+        self.turn_only = frozenset()
         self.dyn: list[int] = []
         self.flips: list[tuple[int, int]] = []  # (position, its unsendable status)
         self.swaps: list[tuple[int, Chunk]] = []
@@ -110,15 +126,28 @@ class LiveTable(ChunkTable):
         static = self.policy.static
         pin_msg = self.pin_msg
         seen_user = self.seen_user
+        limit = self.result_limit
+        reduce = self.reduce
         for i in range(start, len(msgs)):
             m = msgs[i]
+            n = counts[i - start]
             pinned = static(m, i, seen_user)
             if m.role == "user":
                 seen_user = True
                 self.last_user = i
+                if starts_turn(m):
+                    self.last_turn = i
             pin_msg.append(pinned)
+            if limit is not None and reduce is not None and n > limit and m.priority < 2:
+                r = reduce(m, n)  # the builder's chunk holds the copy, counted as a repair
+                if r is not m:
+                    self._reduced_at[i] = m = r
             before = len(dq)
-            c = add(m, i, tokens=counts[i - start], pinned=pinned)
+            c = add(m, i, tokens=n, pinned=pinned)
+            if not c.orphan and opens_exchange(c.messages[0]):
+                if c.messages[-1].has_tool_use():  # a call: the episode of its turn
+                    self.episode = self.last_turn
+                self.exchange = c
             if len(dq) != before + 1:  # merged into an earlier chunk: dirty from there
                 j = len(dq) - 1
                 while dq[j] is not c:
@@ -210,12 +239,10 @@ class LiveTable(ChunkTable):
 
     def _apply_dyn(self) -> None:
         policy = self.policy
-        if not policy.moving:
-            self._pinned = self.spin_pos
-            return
         free, status, chunks = self.free, self.status, self.chunks
         swapped: set[int] = set()
-        for i in sorted(policy.moving_positions(len(self.base), self.last_user)):
+        moving = policy.moving_positions(len(self.base), self.last_user) if policy.moving else ()
+        for i in sorted(moving):
             p = self.pos_of[i]
             c = chunks[p]
             if free[p]:
@@ -233,6 +260,25 @@ class LiveTable(ChunkTable):
                 if p not in swapped:
                     swapped.add(p)
                     self.swaps.append((p, c))
+        turn: list[int] = []
+        turn_at = open_turn(
+            self.builder, self.last_turn, self.exchange, self.episode, self.pos_of, status
+        )
+        for p in turn_at:
+            c = chunks[p]
+            if free[p]:
+                free[p] = 0
+                self.dyn.append(p)
+            elif self.cand[p] and status[p] != OK:  # the newest user message, tool-free,
+                assert isinstance(c, TableChunk)  # in an exchange never answered: alone
+                self.flips.append((p, status[p]))
+                status[p] = OK
+                c.pinned = True
+                c.pinned_at = [c.indices[0]]
+            else:
+                continue  # pinned already (or unsendable)
+            turn.append(c.indices[0])
+        self.turn_only = frozenset(turn)
         extra = self.dyn + [p for p, _ in self.flips]
         self._pinned = sorted(self.spin_pos + extra) if extra else self.spin_pos
 
@@ -248,6 +294,7 @@ class LiveTable(ChunkTable):
         for p, old in reversed(self.swaps):
             self.chunks[p] = old
         self.dyn, self.flips, self.swaps = [], [], []
+        self.turn_only = frozenset()
 
     def bad_positions(self) -> list[int]:
         if not self.flips:

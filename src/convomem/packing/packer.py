@@ -8,8 +8,10 @@ from typing import Any, Literal, overload
 
 from .._check import flag, one_of
 from ..errors import OverBudget
-from ..model import Message, PinPolicy, PinSpec
+from ..model import Message, PinPolicy, PinSpec, reduce_results
 from ..model.pins import SYSTEM
+from ..model.reduce import RESULT_SHARE
+from ..model.reduce import result_limit as result_limit_of
 from ..tokens import Tokenizer, get_tokenizer
 from .classify import Unanswered, check_unanswered, countable_stub
 from .live import LiveTable
@@ -22,6 +24,9 @@ from .table import _as_messages
 
 System = str | Sequence[Mapping[str, Any]] | None
 """An Anthropic ``system``: a string or a list of text blocks."""
+
+_REDUCED_KEPT = 32  # oversized messages a Packer remembers, with their reduced copies
+_UNSEEN: Any = object()
 
 
 def _check_start_on(value: object) -> StartOn:
@@ -39,6 +44,15 @@ class Packer:
     instead of dropping them. ``start_on="user"`` makes the kept list start, after its
     system messages, at a user turn (the default of ``pack_anthropic``).
 
+    The current turn (``model.current_turn``: the newest user message and the open
+    exchange after it, the calls and every result answering them) is kept before
+    anything else (reason ``"turn"``); when it does not fit on its own it is sent anyway
+    and the result says so (``fits``, ``problems()``). ``result_limit`` caps one tool
+    result: a share of ``budget`` (a float in (0, 1], default 0.5) or tokens (an int);
+    None never reduces. A result over it is sent as a reduced copy (its head and tail,
+    ``model.reduce_results``; ``PackResult.reduced``), made once per message; the input
+    keeps the original. Priority-2 messages are never reduced.
+
     The Packer caches its previous call and is safe to share: a concurrent call while
     one is running works on a fresh table instead of the cache. The cache is used when
     the new list starts with the previous one: the same objects (cheap), or equal
@@ -49,7 +63,8 @@ class Packer:
     conversion of the new one; ``assume_unchanged=True`` (like git's) trusts that dicts
     already passed are never edited in place and compares identities only (cheaper; an
     in-place edit is then not seen). Between calls the Packer holds only the messages
-    its cache describes, so a caller's old lists are freed by the caller.
+    its cache describes (and the last few tool messages it reduced, with their copies),
+    so a caller's old lists are freed by the caller.
     """
 
     def __init__(
@@ -62,8 +77,11 @@ class Packer:
         unanswered: Unanswered = "drop",
         start_on: StartOn = None,
         assume_unchanged: bool = False,
+        result_limit: float | int | None = RESULT_SHARE,
     ) -> None:
         self._budget = check_budget(budget)
+        self._result_limit = result_limit_of(result_limit, self._budget)
+        self._reduced: dict[Message, Message | None] = {}
         self._tokenizer = get_tokenizer(tokenizer)
         self._strategy = as_strategy(Recency() if strategy is None else strategy)
         self._policy = PinPolicy(pin)
@@ -106,6 +124,11 @@ class Packer:
     def assume_unchanged(self) -> bool:
         return self._assume_unchanged
 
+    @property
+    def result_limit(self) -> int | None:
+        """The most one tool result may take, in tokens (None: no limit)."""
+        return self._result_limit
+
     def _stub(self, call_id: str) -> Message:
         stub = self._stub_cache.get(call_id)
         if stub is None:
@@ -114,8 +137,30 @@ class Packer:
             stub = self._stub_cache[call_id] = countable_stub(call_id, self._tokenizer)
         return stub
 
+    def _reduce(self, message: Message, tokens: int) -> Message:
+        """``message``'s reduced copy (the same object across calls, so it is counted once),
+        or ``message`` when it has no result over ``result_limit``."""
+        cache = self._reduced  # keyed by Message: its id, then equality (every field)
+        hit = cache.get(message, _UNSEEN)
+        if hit is _UNSEEN:
+            limit = self._result_limit
+            assert limit is not None
+            copy = reduce_results(message, limit, self._tokenizer.count, tokens)
+            hit = None if copy is message else copy  # None: nothing to reduce
+            if len(cache) >= _REDUCED_KEPT:
+                cache.clear()
+            cache[message] = hit
+        return message if hit is None else hit
+
     def _new_table(self) -> LiveTable:
-        return LiveTable(self._tokenizer, self._policy, self._unanswered, self._stub)
+        return LiveTable(
+            self._tokenizer,
+            self._policy,
+            self._unanswered,
+            self._stub,
+            result_limit=self._result_limit,
+            reduce=self._reduce,
+        )
 
     # ------------------------------------------------------------------ one call
 
@@ -320,7 +365,7 @@ class Packer:
 def _openai_out(
     res: PackResult, items: list[Any], msgs: list[Message], *, result: bool, strict: bool
 ) -> list[dict[str, Any]] | PackedOpenAI:
-    from ..formats.openai import to_openai
+    from ..formats.openai import order_tool_results, to_openai
 
     if strict and not res.fits:
         raise OverBudget(res)
@@ -338,6 +383,7 @@ def _openai_out(
         elif j < n and m is res.repairs.get(idx[j]):
             j += 1
         out.extend(to_openai([m]))
+    out = order_tool_results(out)  # each result after its own call, as the API requires
     return PackedOpenAI(out, res) if result else out
 
 

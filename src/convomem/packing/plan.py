@@ -210,6 +210,8 @@ def assemble(
     all_stubs: list[Message] = []
     repairs: dict[int, Message] = {}
     tokens = 0
+    held = [0, 0]  # tokens of the pinned chunks, and of the current turn's
+    turn_only = table.turn_only
     getitem = msgs.__getitem__
     for p in positions:
         c = chunks[p]
@@ -220,7 +222,11 @@ def assemble(
             repairs.update(c.repairs)
         else:
             kept.extend(map(getitem, idx))
-        reason = "pinned" if p in pin_set else chosen[p]
+        if p in pin_set:
+            reason = "turn" if idx[0] in turn_only else "pinned"
+            held[reason == "turn"] += cost[p]
+        else:
+            reason = chosen[p]
         kept_reason.extend([reason] * len(idx))
         tokens += cost[p]
         sb = stubs.get(p)
@@ -257,4 +263,6 @@ def assemble(
         lost_pins=lost,
         counts=table.counts,
         unstartable=unstartable,
+        pinned_tokens=held[0],
+        turn_tokens=held[1],
     )

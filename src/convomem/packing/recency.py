@@ -21,7 +21,8 @@ class Recency(ChunkStrategy):
     a short old message may be kept after a long one was dropped; with
     ``contiguous=True`` the walk stops at the first chunk that does not fit and the
     kept chunks are a strict suffix. ``min_keep`` (default 1: the newest message is
-    always sent) forces the newest N chunks in even over budget.
+    always sent) forces the newest N chunks in even over budget; the current turn (kept
+    before anything else) counts among them.
     """
 
     name = "recency"
@@ -36,8 +37,14 @@ class Recency(ChunkStrategy):
         room = budget - table.pinned_cost()
         kept: dict[int, str] = {}
         j = len(table)
+        turn = table.turn_positions()
         for _ in range(self.min_keep):
             q = table.prev_free(j)
+            while turn and turn[-1] >= j:
+                turn.pop()
+            if turn and turn[-1] > q:  # the newest chunk left is the turn's: kept already
+                j = turn.pop()
+                continue
             if q < 0:
                 break
             room -= cost[q]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..errors import ConfigError, ConvomemError
-from ..model import Message
+from ..model import REDUCED_KEY, Message
 from ..tokens import Tokenizer, get_tokenizer
 
 REASONS: Final = (
@@ -27,6 +27,7 @@ REASONS: Final = (
     "head_tail",
     "filtered",
     "start_on",
+    "turn",
 )
 """Every reason a built-in stage gives for keeping or dropping a message."""
 
@@ -81,13 +82,17 @@ class PackResult:
     calls that were never answered (``unanswered="stub"``) and the ``repaired`` copies:
     a tool message that also carried results answering no call is sent without them, in
     its own place (``repairs`` maps its input index to the copy).
+    A tool message whose result was over the Packer's ``result_limit`` is sent as a
+    reduced copy (its head and tail, ``model.reduce_results``), also in ``repairs``
+    (``reduced`` lists those). The current turn (the newest user message and its open
+    exchange) is kept before anything else, reason ``"turn"``.
     ``token_count`` is the tokenizer's count of ``kept``; ``headroom`` is
-    ``budget - token_count`` (negative when pins, ``min_keep`` or ``start_on`` forced an
-    overflow). ``lost_pins`` maps the input index of each pinned message that could not
-    be sent (a pinned tool result without its call...) to the reason; ``unstartable`` is
-    True when ``start_on`` found no user turn to start on; ``fits`` is False in both
-    cases too, and ``problems()`` and ``explain()`` say why. ``dropped`` and ``decisions``
-    are computed on first access.
+    ``budget - token_count`` (negative when pins, the current turn, ``min_keep`` or
+    ``start_on`` forced an overflow). ``lost_pins`` maps the input index of each pinned
+    message that could not be sent (a pinned tool result without its call...) to the
+    reason; ``unstartable`` is True when ``start_on`` found no user turn to start on;
+    ``fits`` is False in both cases too, and ``problems()`` and ``explain()`` say why.
+    ``dropped`` and ``decisions`` are computed on first access.
     """
 
     __slots__ = (
@@ -104,11 +109,13 @@ class PackResult:
         "budget",
         "kept",
         "lost_pins",
+        "pinned_tokens",
         "repairs",
         "strategy",
         "stubs",
         "summary",
         "token_count",
+        "turn_tokens",
         "unstartable",
     )
 
@@ -132,8 +139,14 @@ class PackResult:
         lost_pins: Mapping[int, str] | None = None,
         counts: Sequence[int] | None = None,
         unstartable: bool = False,
+        pinned_tokens: int | None = None,
+        turn_tokens: int = 0,
     ) -> None:
         self._messages = messages
+        self.pinned_tokens = pinned_tokens
+        """Tokens of the pinned chunks sent (None: not known, counted from decisions)."""
+        self.turn_tokens = turn_tokens
+        """Tokens of the current turn's chunks sent (reason ``"turn"``)."""
         self.kept = kept
         self._kept_idx = kept_indices
         self._kept_reason = kept_reasons
@@ -231,6 +244,12 @@ class PackResult:
         return tuple(self.repairs[i] for i in sorted(self.repairs))
 
     @property
+    def reduced(self) -> dict[int, Message]:
+        """The reduced copies in ``kept`` (a tool result over ``result_limit``), by the
+        input index of the message each stands for."""
+        return {i: m for i, m in self.repairs.items() if REDUCED_KEY in m.metadata}
+
+    @property
     def headroom(self) -> int:
         """``budget - token_count``: room left (negative when over budget)."""
         return self.budget - self.token_count
@@ -298,10 +317,18 @@ class PackResult:
         if self.token_count > self.budget:
             over = self.token_count - self.budget
             ds = self.decisions
-            pinned = sum(d.tokens for d in ds if d.kept and d.reason == "pinned")
+            pinned = self.pinned_tokens
+            if pinned is None:
+                pinned = sum(d.tokens for d in ds if d.kept and d.reason == "pinned")
+            turn = self.turn_tokens
             causes = []
             if pinned > self.budget:
                 causes.append(f"pinned messages alone need {pinned:,} tokens")
+            elif turn and pinned + turn > self.budget:
+                causes.append(
+                    "the current turn (the newest user message and its open exchange) "
+                    f"needs {turn:,} tokens beside {pinned:,} pinned"
+                )
             for reason, what in (
                 ("min_keep", "min_keep kept {n} message(s) that do not fit"),
                 ("start_on", "start_on kept {n} message(s) so the list starts on a user turn"),
@@ -372,11 +399,17 @@ def _ids(ids: list[str]) -> str:
 
 
 def _stray(original: Message, copy: Message) -> str:
-    """What a repaired copy left out."""
+    """What a repaired (or reduced) copy left out."""
     left = Counter(original.tool_result_ids()) - Counter(copy.tool_result_ids())
     ids = ", ".join(repr(r) for r in sorted(left.elements()))
     calls = Counter(original.tool_use_ids()) - Counter(copy.tool_use_ids())
     repeats = ", ".join(repr(c) for c in sorted(calls.elements()))
     what = [f"results for {ids} answer no open call"] if ids else []
     what += [f"calls {repeats} repeat an open call"] if repeats else []
-    return f"sent repaired: {' and '.join(what)}, left out"
+    out = [f"sent repaired: {' and '.join(what)}, left out"] if what else []
+    info = copy.metadata.get(REDUCED_KEY)
+    if info is not None:
+        out.append(
+            f"sent reduced: results over {info['limit']:,} tokens cut to their head and tail"
+        )
+    return "; ".join(out)

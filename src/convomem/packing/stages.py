@@ -30,7 +30,8 @@ class ChunkStrategy:
     Subclasses implement ``select(table, budget) -> Selection`` (pure logic), or
     ``plan(table, budget)``, a generator that may ``yield Call(...)`` for I/O and
     returns a ``Selection``. ``pack`` / ``pack_async`` (the ``Strategy`` protocol)
-    chunk and count the messages afresh; a ``Packer`` reuses its table across calls.
+    chunk and count the messages afresh (the current turn pinned, as a ``Packer`` pins
+    it; no tool result is reduced); a ``Packer`` reuses its table across calls.
 
     Patterns: a summarizing stage runs ``Recency().select(table, budget - reserve)``,
     yields one ``Call`` to its summarizer, and returns the selection with ``summary``,
@@ -73,6 +74,7 @@ class ChunkStrategy:
             tokenizer=get_tokenizer(tokenizer),
             pinned_indices=pins,
             unanswered=check_unanswered(unanswered),
+            turn=True,
         )
 
     def pack(
@@ -317,6 +319,8 @@ def _run_filter(
         stubber=t.stubber,
         include=[i for i in idx if i in keep],
         counts=t.counts,
+        reduced=t.reduced,
+        turn_only=t.turn_only,
     )
 
 

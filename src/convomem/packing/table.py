@@ -8,7 +8,7 @@ from itertools import accumulate
 from typing import Any, Literal, TypeAlias
 
 from ..errors import InvalidMessage
-from ..model import Chunk, ChunkBuilder, Message, stub_result
+from ..model import Chunk, ChunkBuilder, Message, opens_exchange, starts_turn, stub_result
 from ..tokens import Tokenizer
 from .classify import (
     OK,
@@ -63,6 +63,35 @@ def sent_messages(chunk: Chunk, msgs: Sequence[Message]) -> list[Message]:
     return [msgs[i] for i in chunk.indices]
 
 
+def open_turn(
+    builder: ChunkBuilder,
+    last_turn: int,
+    exchange: Chunk | None,
+    episode: int,
+    pos_of: Mapping[int, int] | Sequence[int],
+    status: Sequence[int],
+) -> list[int]:
+    """Table positions of the current turn (``model.current_turn``) that can be sent: the
+    chunk of the message at ``last_turn`` (the newest that starts a turn; -1: none) and
+    the open exchange: the chunks starting after ``episode`` (the turn start before the
+    newest call) that await a result, or are ``exchange`` (the newest builder chunk that
+    is a tool exchange) while it is the newest chunk that is not an orphan. ``pos_of``
+    maps an input index to its table position."""
+    out = [] if last_turn < 0 else [pos_of[last_turn]]
+    if exchange is None:
+        return out
+    chunks = [c for _, c in builder.open_calls() if c.start > episode]
+    if not exchange.pending and exchange.start > episode:
+        newest = next((c for c in reversed(builder.chunks) if not c.orphan), None)
+        if newest is exchange:
+            chunks.append(exchange)
+    for c in chunks:
+        p = pos_of[c.indices[0]]
+        if (status[p] == OK or status[p] == STUBBED) and p not in out:
+            out.append(p)
+    return out
+
+
 def lost_pins(chunk: Chunk) -> list[int]:
     """Input indices pinned in ``chunk``: those pinned on their own (``pinned_at``), or
     all of them for a chunk pinned whole without a record."""
@@ -78,9 +107,11 @@ class ChunkTable:
     chunks in order; ``cost[p]`` is the chunk's token count (stubs and repairs included);
     ``status[p]`` is ``OK``, ``ORPHAN``, ``UNANSWERED`` (never sent) or ``STUBBED``;
     ``free[p]`` is 1 for a chunk the strategy decides about (sendable and not pinned).
-    Pinned sendable chunks are always kept. ``messages`` is the whole input list and
-    chunk indices refer to it; ``counts[i]`` (when known) is message ``i``'s token count.
-    Treat every field as read-only.
+    Pinned sendable chunks are always kept; the current turn is among them
+    (``turn_positions()``: pinned for the turn only). ``messages`` is the whole input list
+    and chunk indices refer to it; ``counts[i]`` (when known) is message ``i``'s token
+    count; ``reduced[i]`` the reduced copy sent in place of message ``i`` (a tool result
+    over the Packer's ``result_limit``). Treat every field as read-only.
     """
 
     messages: Sequence[Message]
@@ -104,8 +135,13 @@ class ChunkTable:
         unanswered: Unanswered = "drop",
         stubber: Stubber = stub_result,
         counts: Sequence[int] | None = None,
+        reduced: Mapping[int, Message] | None = None,
+        turn_only: frozenset[int] = frozenset(),
     ) -> None:
         self.messages = messages
+        self.reduced: Mapping[int, Message] = {} if reduced is None else reduced
+        self.turn_only = turn_only
+        """First input indices of the chunks only the current turn pins."""
         self.chunks = chunks
         self.cost = cost
         self.status = status
@@ -132,11 +168,19 @@ class ChunkTable:
         stubber: Stubber | None = None,
         include: Sequence[int] | None = None,
         counts: Sequence[int] | None = None,
+        reduced: Mapping[int, Message] | None = None,
+        turn_only: frozenset[int] = frozenset(),
+        turn: bool = False,
     ) -> ChunkTable:
         """Chunk and count ``messages`` (or only the indices in ``include``) afresh.
 
-        ``counts`` (one per message of ``messages``) are used instead of counting again.
+        ``counts`` (one per message of ``messages``) are used instead of counting again;
+        ``reduced`` copies are chunked in place of their messages (and sent in their
+        place); ``turn_only`` says which pinned chunks only the current turn pins;
+        ``turn=True`` pins the current turn here (``model.current_turn``), as a
+        ``Packer`` does.
         """
+        reduced = {} if reduced is None else reduced
         if stubber is None:
             stubber = partial(countable_stub, tokenizer=tokenizer)
         pins = set(pinned_indices)
@@ -153,14 +197,25 @@ class ChunkTable:
                 counts = full
         builder = ChunkBuilder()
         add = builder.add
+        exchange: Chunk | None = None
+        last = episode = -1  # the newest turn start; the one before the newest exchange
         for i in range(len(messages)) if include is None else include:
-            add(messages[i], i, tokens=counts[i], pinned=i in pins)
+            m = reduced.get(i) or messages[i]
+            c = add(m, i, tokens=counts[i], pinned=i in pins)
+            if not c.orphan and opens_exchange(c.messages[0]):
+                if c.messages[-1].has_tool_use():  # a call: the episode of its turn
+                    episode = last
+                exchange = c
+            elif starts_turn(m):
+                last = i
         chunks: list[Chunk] = []
         cost: list[int] = []
         status: list[int] = []
         free = bytearray()
         stubs: dict[int, tuple[Message, ...]] = {}
         pinned: list[int] = []
+        pos_of: dict[int, int] = {}
+        cands = bytearray()
         entries: list[Entry]
         for c in builder.chunks:
             # Most chunks: one message, sent as it is (not a copy without repeated calls).
@@ -174,17 +229,35 @@ class ChunkTable:
             else:
                 entries = classify(c, messages, counts, pins.__contains__, unanswered,
                                    stubber, tokenizer)  # fmt: skip
-            for chunk, st, n, sb, _candidate in entries:
+            for chunk, st, n, sb, candidate in entries:
                 p = len(chunks)
                 chunks.append(chunk)
                 cost.append(n)
                 status.append(st)
+                cands.append(candidate)
+                for i in chunk.indices:
+                    pos_of[i] = p
                 if sb:
                     stubs[p] = sb
                 good = st in (OK, STUBBED)
                 if good and chunk.pinned:
                     pinned.append(p)
                 free.append(1 if good and not chunk.pinned else 0)
+        if turn:
+            held: list[int] = []
+            for p in open_turn(builder, last, exchange, episode, pos_of, status):
+                c = chunks[p]
+                if free[p]:
+                    free[p] = 0
+                elif cands[p] and status[p] != OK:  # tool-free, in an unsendable exchange
+                    status[p] = OK
+                    c.pinned, c.pinned_at = True, [c.indices[0]]
+                else:
+                    continue
+                pinned.append(p)
+                held.append(c.indices[0])
+            pinned.sort()
+            turn_only = frozenset(held)
         return cls(
             messages,
             chunks,
@@ -197,6 +270,8 @@ class ChunkTable:
             unanswered=unanswered,
             stubber=stubber,
             counts=counts,
+            reduced=reduced,
+            turn_only=turn_only,
         )
 
     def __len__(self) -> int:
@@ -205,6 +280,15 @@ class ChunkTable:
     def pinned_positions(self) -> list[int]:
         """Sorted positions of the pinned chunks that can be sent (always kept)."""
         return self._pinned
+
+    def turn_positions(self) -> list[int]:
+        """Sorted positions of the pinned chunks only the current turn pins (the newest
+        message that starts a turn, the open exchange: ``model.current_turn``)."""
+        only = self.turn_only
+        if not only:
+            return []
+        chunks = self.chunks
+        return [p for p in self.pinned_positions() if chunks[p].indices[0] in only]
 
     def pinned_cost(self) -> int:
         """Tokens of the pinned chunks (stubs included)."""
@@ -336,4 +420,6 @@ class ChunkTable:
             unanswered=self.unanswered,
             stubber=self.stubber,
             counts=self.counts,
+            reduced=self.reduced,
+            turn_only=self.turn_only,
         )

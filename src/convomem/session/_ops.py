@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal, TypeAlias
 
 from ..formats.anthropic import to_anthropic
-from ..formats.openai import to_openai
+from ..formats.openai import order_tool_results, to_openai
 from ..model import COMPRESSED_KEY, Message, TextBlock, ToolResultBlock
 from ..summaries import Summary, message_label, render_summary
 from ..summaries.facts import render_facts
@@ -65,7 +65,8 @@ def render_context(
     stand_in: bool = False,
 ) -> Any:
     """The view in ``format``. OpenAI dicts are converted once per message and cached
-    (the view changes by a few messages a turn); each call returns fresh dicts."""
+    (the view changes by a few messages a turn), in the order the API requires
+    (``formats.openai.order_tool_results``); each call returns fresh dicts."""
     if format == "messages":
         return list(messages)
     if format == "anthropic":
@@ -84,7 +85,7 @@ def render_context(
         live = {id(m) for m in messages}
         for key in [k for k in cache if k not in live]:
             del cache[key]
-    return [_copy(d) for d in result]
+    return [_copy(d) for d in order_tool_results(result)]
 
 
 def _from_first_turn(messages: list[Message]) -> list[Message]:

@@ -12,6 +12,8 @@ from .. import _check
 from ..errors import ConfigError, InvalidMessage
 from ..formats.openai import from_openai
 from ..model import Message, PinPolicy, is_derived_id
+from ..model.reduce import RESULT_SHARE
+from ..model.reduce import result_limit as result_limit_of
 from ..summaries import (
     SUMMARY_HEADER,
     ExtractiveSummarizer,
@@ -265,6 +267,7 @@ def build_engine(
     drift: Any,
     shares: Any,
     cache_turns: int,
+    result_limit: Any = RESULT_SHARE,
 ) -> SessionEngine:
     """The session engine of ``ConversationMemory(...)``'s options (see its docstring),
     each checked (``ConfigError`` naming it); ``owner`` claims the stateful parts."""
@@ -287,6 +290,7 @@ def build_engine(
         raise ConfigError(f"target={target!r}: must not exceed trigger={trigger!r}")
     max_turns = _check.optional_positive_int("max_turns", max_turns)
     cache_turns = _check.non_negative_int("cache_turns", cache_turns)
+    per_result = result_limit_of(result_limit, limit)
     for name, value in (("summary", summary), ("facts", facts), ("background", background)):
         _check.flag(name, value)
     if scorer is not None:
@@ -326,7 +330,13 @@ def build_engine(
     return SessionEngine(
         journal=journal,
         view=SessionView(
-            tok, pins, limit=limit, trigger=trigger, target=target, max_turns=max_turns
+            tok,
+            pins,
+            limit=limit,
+            trigger=trigger,
+            target=target,
+            max_turns=max_turns,
+            result_limit=per_result,
         ),
         summary=rs,
         summarize=summary,
@@ -354,6 +364,7 @@ def build_engine(
             ],
             "tokenizer": getattr(tok, "name", None),
             "cache_turns": cache_turns,
+            "result_limit": per_result,
         },
         cache_turns=cache_turns,
     )

@@ -50,6 +50,23 @@ def needs_stand_in(messages: list[Message]) -> bool:
     return first is None or not all(skippable(m) for m in lead[:first])
 
 
+def joined(messages: list[Message], stand_in: bool = False) -> int:
+    """How many of ``messages`` an Anthropic request joins to the user message before it
+    (a message carrying tool results after a user turn, or after other results, as
+    ``to_anthropic`` does; ``stand_in``: ``STAND_IN`` comes first). Joined texts are
+    separated by a newline, so each may cost one token more than counted apart."""
+    n = 0
+    user = stand_in
+    for m in messages:
+        if m.role == "system":
+            continue
+        now = m.role != "assistant"
+        if now and user and m.has_tool_result():
+            n += 1
+        user = now
+    return n
+
+
 def answers_first(messages: list[Message]) -> list[Message]:
     """``messages`` with every tool result right after the call it answers.
 

@@ -20,6 +20,7 @@ from .. import _check
 from .._io import Call, Gen, LoopLock, arun, run
 from ..errors import ConcurrentUpdate, ConfigError
 from ..model import COMPRESSED_KEY, Message, PinSpec
+from ..model.reduce import RESULT_SHARE
 from ..recall import AsyncGuardedRecall, AsyncRecallIndex, GuardedRecall, RecallIndex
 from ..recall.drift import DriftDetector
 from ..stores import AsyncStore, InMemoryStore, Store
@@ -102,6 +103,16 @@ class ConversationMemory:
     - ``shares``: a ``ContextBudget`` whose ``facts`` / ``recall`` shares (default 10% /
       15% of what may be sent) the tiers take; what the facts leave unused goes to the
       history.
+    - ``result_limit``: the most one tool result may take in the context, as a share of
+      what may be sent (a float in (0, 1], default 0.5) or in tokens (an int); None:
+      no limit. A result over it is sent reduced (``model.reduce_results``: its head and
+      tail, a marker saying how much was left out); ``messages()`` returns it whole.
+      Priority-2 messages are never reduced.
+
+    The current turn (the newest user message and the open exchange after it: the
+    assistant's calls and every result answering them) is in every context: never
+    evicted, never left out. When it does not fit even with its results reduced, it is
+    sent anyway and ``stats().fits`` is False, with ``stats().problems`` saying why.
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
@@ -139,6 +150,7 @@ class ConversationMemory:
         drift: DriftDetector | None = None,
         shares: ContextBudget | None = None,
         cache_turns: int = CACHE_TURNS,
+        result_limit: float | int | None = RESULT_SHARE,
     ) -> None:
         self._store: Store | AsyncStore = InMemoryStore() if store is None else store
         self._async = check_store(self._store)
@@ -168,6 +180,7 @@ class ConversationMemory:
             drift=drift,
             shares=shares,
             cache_turns=cache_turns,
+            result_limit=result_limit,
         )
         """The session engine this memory drives (``session.engine``): its view, summary,
         tiers and log bookkeeping, for reading (``timeline``, ``stats``)."""

@@ -44,7 +44,9 @@ class MemoryStats:
     prefix_breaks: int
     """``context()`` calls that did not start with the previous context."""
     fits: bool
-    """False when pinned messages alone exceed the budget (they are sent anyway)."""
+    """False when what every context must send (the pinned messages and the current turn,
+    its tool results reduced) exceeds the budget: it is sent anyway, and ``problems``
+    says why."""
     waiting: int = 0
     """Messages held back from ``context()`` because a tool call they belong to still
     awaits its result (pinned messages among them are sent anyway)."""
@@ -72,6 +74,14 @@ class MemoryStats:
     was folded and what still did not fit was cut (snippets, then facts)."""
     tier_error: str | None = None
     """The last error of a tier (extraction, drift check, facts save, search)."""
+    turn_tokens: int = 0
+    """What the current turn (the newest user message and its open exchange: the calls
+    and every result answering them) costs in ``context()``."""
+    reduced_results: int = 0
+    """Tool results ``context()`` sends reduced to ``result_limit`` (their head and tail;
+    ``messages()`` returns them whole)."""
+    problems: tuple[str, ...] = ()
+    """Why ``context()`` does not fit, one sentence each (empty when it fits)."""
 
 
 def snapshot(engine: SessionEngine) -> MemoryStats:
@@ -101,6 +111,9 @@ def snapshot(engine: SessionEngine) -> MemoryStats:
         fits=v.fits,
         waiting=v.waiting,
         reids=engine.reids,
+        turn_tokens=v.turn_tokens,
+        reduced_results=v.reduced,
+        problems=v.problems,
         **tier_stats(engine.tiers, c.emergencies),
     )
 

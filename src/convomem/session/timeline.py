@@ -8,7 +8,10 @@ the per-turn usage recorded in the log. It reads the memory's own view (the same
 
 - ``pinned``: in the context, held by a pin (the system prompt, priority 2, a pin spec,
   or a pinned message of the same tool exchange); never evicted;
-- ``in_view``: in the context, among the newest messages that fit the history's share;
+- ``in_view``: in the context, among the newest messages that fit the history's share,
+  or of the current turn (the newest user message and its open exchange: never
+  evicted); a tool result over the memory's ``result_limit`` is sent reduced (its
+  ``sent_tokens`` less than its ``tokens``, the reason says so);
 - ``compressed``: in the context as a compressed stand-in (priority 1);
 - ``waiting``: in the view but held back until a tool call it belongs to is answered;
 - ``omitted``: in the view but left out of this context while a failed compaction waits
@@ -31,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .._io import Gen
-from ..model import COMPRESSED_KEY, Chunk, Message
+from ..model import COMPRESSED_KEY, REDUCED_KEY, Chunk, Message
 from ..stores import check_limit
 from ..summaries.facts import FactHistory, KeyedFact
 from ..summaries.keyed import SUBJECT_USER
@@ -238,10 +241,13 @@ def _build(
     pinned: set[str] = set()
     waiting: set[str] = set()
     exchange: set[str] = set()  # in a tool exchange (a call with its results)
+    turn: set[str] = set()  # of the current turn
     for u in clog.units():
         msgs = unit_messages(u)
         if clog.protected(u):
             pinned.update(m.id for m in msgs)
+        elif clog.in_turn(u):
+            turn.update(m.id for m in msgs)
         if isinstance(u, Chunk) and u.pending:
             waiting.update(m.id for m in msgs)
         if len(msgs) > 1 and any(m.has_tool_use() for m in msgs):
@@ -285,9 +291,14 @@ def _build(
                 state, reason = "compressed", f"priority 1: compressed in place ({own} -> {cost})"
                 parts["history"] += cost
             else:
-                state, reason = "in_view", "recent: within the history's share"
+                state = "in_view"
+                reason = "recent: within the history's share"
+                if mid in turn:
+                    reason = "the current turn: never evicted"
                 if mid in exchange:
                     reason += "; a tool call and its results stay together"
+                if REDUCED_KEY in cm.metadata:
+                    reason += f"; a tool result reduced to fit ({own} -> {cost})"
                 parts["history"] += cost
             entries.append(Entry(pos, mid, m.role, own, state, reason, None, cost, text))
             continue

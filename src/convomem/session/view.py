@@ -7,6 +7,12 @@ folded, the compaction policy (trigger/target hysteresis over the history's shar
 turn limit, cuts preferring a turn start, priority-1 compression before eviction), and
 the rendering of the view as a context, cached between turns.
 
+The current turn (``model.current_turn``: the newest user message and the open exchange
+after it) is never evicted nor left out of a context; a tool result over the log's
+``result_limit`` is held reduced (``model.reduce_results``), so a large result shrinks
+before anything of the turn would have to go. When the turn does not fit even so, the
+context still sends it, ``fits`` is False and ``View.problems`` says why.
+
 Compaction is a generator that yields the summarizer calls it needs (``_io.Call``) and
 returns a ``Plan``; nothing changes until ``commit(plan)``, so a failing summarizer leaves
 the view exactly as it was.
@@ -20,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .._io import Call
-from ..model import Chunk, Message, PinPolicy, starts_turn
+from ..model import REDUCED_KEY, Chunk, Message, PinPolicy, starts_turn
 from ..tokens import Tokenizer
 from ..views.budget import REPLY_PRIMING_TOKENS
 from ..views.log import ChunkLog, Unit, unit_messages
+from ._fit import Fit, Part
 from ._turns import STAND_IN, answers_first, needs_stand_in, opens_turn, stand_in_tokens
 
 __all__ = [  # the ordering rules live in ``_turns``; these names stay importable from here
@@ -63,6 +70,12 @@ class View:
     """What an Anthropic request sends (None: ``messages``). It differs when the view's
     first turn cannot lead: room is made for the stand-in there, not in the other
     requests. ``tokens`` is the larger of the two, so ``fits`` holds for both."""
+    turn_tokens: int = 0
+    """What the current turn (the newest user message, its open exchange) costs in it."""
+    reduced: int = 0
+    """Tool results it sends reduced (``model.REDUCED_KEY``)."""
+    problems: tuple[str, ...] = ()
+    """Why it does not fit, one sentence each (empty when it fits)."""
 
 
 PlanGen: TypeAlias = Generator[Call, Any, Plan]
@@ -88,10 +101,12 @@ class SessionView:
         trigger: float,
         target: float,
         max_turns: int | None,
+        result_limit: int | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.pins = pins
         self.limit = limit
+        self.result_limit = result_limit
         self.trigger = trigger
         self.target = target
         self.max_turns = max_turns
@@ -103,7 +118,7 @@ class SessionView:
 
     def reset(self) -> None:
         """Forget everything (the log is the store's; this is only the view)."""
-        self.log = ChunkLog(self.tokenizer, self.pins)
+        self.log = ChunkLog(self.tokenizer, self.pins, result_limit=self.result_limit)
         self.head = 0  # the log's leading pinned system messages (sent before the summary)
         self.head_tokens = 0
         self.to_fold: list[Message] = []  # orphan results: never in view, summarized later
@@ -183,7 +198,7 @@ class SessionView:
         last_turn: Unit | None = None
         log = self.log
         for u in log.units_newest_first():
-            if log.protected(u):
+            if log.keeps(u):
                 continue
             if newest is None:
                 newest = u
@@ -282,7 +297,8 @@ class SessionView:
         """A unit's messages that can be sent now, their tokens, and how many wait.
 
         A chunk whose tool calls still await results waits, except its messages pinned
-        on their own that carry no tool blocks (a system prompt, the last user message).
+        on their own that carry no tool blocks (a system prompt, the last user message)
+        and the newest user message (the current turn's).
         """
         if not isinstance(unit, Chunk):
             return [unit[0]], unit[1], 0
@@ -290,6 +306,7 @@ class SessionView:
             return answers_first(unit.messages), unit.tokens, 0
         log = self.log
         pinned = set(unit.pinned_at)
+        pinned.add(log.turn_position)
         out = [
             m
             for m, i in zip(unit.messages, unit.indices, strict=True)
@@ -308,73 +325,57 @@ class SessionView:
         says it still needs it), and ``tokens`` / ``fits`` hold for both requests.
         """
         s_tok = 0 if summary is None else self.tokenizer.count_message(summary)
-        parts: list[tuple[Unit, list[Message], int]] = []
+        parts: list[Part] = []
         waiting = 0
-        for u in self.log.units():
+        log = self.log
+        turn = [0, 0]  # tokens of the current turn, and of what else may not be left out
+        for u in log.units():
             msgs, tokens, wait = self._sendable(u)
             waiting += wait
             if msgs:
                 parts.append((u, msgs, tokens))
+                if log.in_turn(u):
+                    turn[0] += tokens
+                elif log.protected(u):
+                    turn[1] += tokens
         full = s_tok + sum(p[2] for p in parts)
-        out, total, omitted = self._fit(parts, full, summary, s_tok, 0)
-        anthropic, a_total, stand_in = out, total, False
+        fit = Fit(log, self.head, self.limit)
+        out, total, omitted, join = fit.joined(parts, full, summary, s_tok, 0)
+        anthropic, a_total, stand_in = out, total + join, False
         if needs_stand_in(out):  # rare: the Anthropic request gets a view of its own
             reserve = stand_in_tokens(self.tokenizer)
-            anthropic, a_total, _ = self._fit(parts, full, summary, s_tok, reserve)
+            anthropic, a_total, _, join = fit.joined(parts, full, summary, s_tok, reserve)
             stand_in = needs_stand_in(anthropic)
-            a_total += reserve if stand_in else 0
+            a_total += join + (reserve if stand_in else 0)
         tokens = max(total, a_total)
         fits = tokens <= self.limit
-        return View(out, tokens + REPLY_PRIMING_TOKENS, omitted, waiting, fits, stand_in, anthropic)
+        reduced = sum(1 for m in out if REDUCED_KEY in m.metadata)
+        why = () if fits else self._why(tokens, turn[0], turn[1])
+        return View(
+            out,
+            tokens + REPLY_PRIMING_TOKENS,
+            omitted,
+            waiting,
+            fits,
+            stand_in,
+            anthropic,
+            turn[0],
+            reduced,
+            why,
+        )
 
-    def _fit(
-        self,
-        parts: list[tuple[Unit, list[Message], int]],
-        full: int,
-        summary: Message | None,
-        s_tok: int,
-        reserve: int,
-    ) -> tuple[list[Message], int, int]:
-        """The view within ``limit - reserve`` if it can be: the oldest unprotected parts
-        left out, then the summary. Returns its messages, tokens and how many it omits."""
-        limit = self.limit - reserve
-        if full <= limit:
-            return self._arrange(parts, summary), full, 0
-        kept, total, omitted = self._omit(parts, full, limit)
-        if total > limit and summary is not None:
-            total -= s_tok
-            summary = None
-        return self._arrange(kept, summary), total, omitted
-
-    def _omit(
-        self, parts: list[tuple[Unit, list[Message], int]], total: int, limit: int
-    ) -> tuple[list[tuple[Unit, list[Message], int]], int, int]:
-        """Leave out the oldest unprotected parts until ``total`` fits ``limit``, if it can."""
-        log = self.log
-        keep: list[tuple[Unit, list[Message], int]] = []
-        omitted = 0
-        for p in parts:
-            if total > limit and not log.protected(p[0]):
-                total -= p[2]
-                omitted += len(p[1])
-            else:
-                keep.append(p)
-        return keep, total, omitted
-
-    def _arrange(
-        self, parts: list[tuple[Unit, list[Message], int]], summary: Message | None
-    ) -> list[Message]:
-        out: list[Message] = []
-        head = self.head
-        for u, msgs, _ in parts:
-            if summary is not None and not self._in_head(u, head):
-                out.append(summary)
-                summary = None
-            out.extend(msgs)
-        if summary is not None:
-            out.append(summary)
-        return out
-
-    @staticmethod
-    def _in_head(unit: Unit, head: int) -> bool:
-        return isinstance(unit, Chunk) and unit.indices[-1] < head
+    def _why(self, tokens: int, turn: int, pinned: int) -> tuple[str, ...]:
+        """Why a context of ``tokens`` does not fit (``View.problems``)."""
+        limit = self.limit
+        if pinned > limit:
+            why = f"pinned messages alone need {pinned:,} tokens"
+        elif pinned + turn > limit:
+            cap = self.result_limit
+            hint = "" if cap is None else f" (tool results over {cap:,} tokens reduced)"
+            why = (
+                "the current turn (the newest user message and its open exchange) needs "
+                f"{turn:,} tokens{hint} beside {pinned:,} pinned"
+            )
+        else:
+            why = f"the context needs {tokens:,} tokens"
+        return (f"{why}, of the {limit:,} a context may use: sent anyway",)

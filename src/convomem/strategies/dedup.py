@@ -66,6 +66,9 @@ class _Without(ChunkTable):
             tokenizer=base.tokenizer,
             unanswered=base.unanswered,
             stubber=base.stubber,
+            counts=base.counts,
+            reduced=base.reduced,
+            turn_only=base.turn_only,
         )
         self.base = base
         self.gone = gone

@@ -116,7 +116,8 @@ class HeadTail(Window):
     """Keep the first ``head`` and the last ``tail`` free chunks; drop the middle.
 
     The head keeps how a conversation started (the task), the tail where it is now.
-    Pinned chunks are kept wherever they are and do not count.
+    Pinned chunks are kept wherever they are and do not count, but for the current
+    turn's (the newest chunks, kept before anything else): the tail counts them.
     """
 
     reason = "head_tail"
@@ -140,12 +141,18 @@ class HeadTail(Window):
             q += 1
         floor = heads[-1] if heads else -1
         tails: list[int] = []
+        turn = [p for p in table.turn_positions() if p > floor]
         q = n
-        while len(tails) < self.tail:
+        counted = 0
+        while counted < self.tail:
             q = table.prev_free(q)
-            if q <= floor:
+            while turn and turn[-1] > q and counted < self.tail:
+                turn.pop()  # the current turn's chunk: kept anyway, and it counts
+                counted += 1
+            if q <= floor or counted >= self.tail:
                 break
             tails.append(q)
+            counted += 1
         tails.reverse()
         first = table.next_free(floor + 1)
         last = table.prev_free(tails[0] if tails else n)

@@ -1,8 +1,12 @@
-"""The state of a chunk log: units, totals, pins that move; the reading side.
+"""The state of a chunk log: units, totals, pins that move, the current turn; reading.
 
-``views.log.ChunkLog`` adds and drops; this base holds what both need and the moving
-pins (``"last_user"``, negative positions), which re-pin and release chunks as messages
-arrive.
+``views.log.ChunkLog`` adds and drops; this base holds what both need, the moving pins
+(``"last_user"``, negative positions), which re-pin and release chunks as messages
+arrive, and the current turn (``model.current_turn``): the unit holding the newest
+message that starts a turn (``_turn``) and the open exchange: the tool exchanges that
+started after the turn of the newest call (``_episode``), while they await a result or
+are the newest unit (``_exchange``, the newest exchange). None of them is ever dropped
+or evicted while it is current.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ Unit: TypeAlias = "_Plain | Chunk"
 
 _BASE_COUNT: Final = BaseTokenizer.count_message
 _NEVER: Final = 1 << 62  # the limit of a log that never drops by itself
+
+
+def _start(unit: Unit) -> int:
+    return unit.start if isinstance(unit, Chunk) else -1
 
 
 def unit_messages(unit: Unit) -> list[Message]:
@@ -48,6 +56,8 @@ class LogState:
         "_check_pins",
         "_dq",
         "_dyn",
+        "_episode",
+        "_exchange",
         "_held",
         "_ids",
         "_keep_pairs",
@@ -59,12 +69,15 @@ class LogState:
         "_pinned",
         "_pins",
         "_plain_ok",
+        "_result_limit",
         "_seen_user",
         "_target",
         "_tokenizer",
         "_total",
         "_track",
         "_trust_given",
+        "_turn",
+        "_turn_at",
         "_turns",
     )
 
@@ -76,8 +89,10 @@ class LogState:
         keep_tool_pairs: bool = True,
         limit: int | None = None,
         target: int | None = None,
+        result_limit: int | None = None,
     ) -> None:
         self._limit = _NEVER if limit is None else limit
+        self._result_limit = result_limit
         self._target = target
         self._lim = self._limit if target is None else target
         self._tokenizer = tokenizer
@@ -103,6 +118,11 @@ class LogState:
         self._n = 0  # messages added so far (the next message's position)
         self._seen_user = False
         self._last_user = -1  # position of the newest user message
+        self._turn: Unit | None = None  # the unit holding the newest turn start
+        self._turn_at = -1  # the position of that message
+        self._exchange: Chunk | None = None  # the newest tool exchange
+        self._episode = -1  # the turn start before the newest call: exchanges after it
+        # that await a result are open
         # Plain unpinned messages may be stored as bare pairs: no negative pin can reach
         # them later and no open tool call can pull them into an exchange.
         self._plain_ok = not pins.negative
@@ -168,6 +188,56 @@ class LogState:
         """Whether a pin (static or moving) holds ``unit`` now."""
         return isinstance(unit, Chunk) and (unit.pinned or unit in self._dyn)
 
+    @property
+    def result_limit(self) -> int | None:
+        """Tokens a tool result may take in this log (None: any): a result over it is
+        held as a reduced copy (``model.reduce_results``)."""
+        return self._result_limit
+
+    @property
+    def turn_position(self) -> int:
+        """The position of the newest message that starts a turn (-1: none yet)."""
+        return self._turn_at
+
+    def in_turn(self, unit: Unit) -> bool:
+        """Whether ``unit`` is part of the current turn: it holds the newest message that
+        starts a turn, or it is of the open exchange (an exchange started after the turn
+        of the newest call, while a call in it awaits its result or it is the newest
+        unit)."""
+        if unit is self._turn:
+            return True
+        if type(unit) is tuple:
+            return False
+        chunk: Chunk = unit  # type: ignore[assignment]
+        if chunk.start <= self._episode:
+            return False
+        return bool(chunk.pending) or (chunk is self._exchange and chunk is self._newest())
+
+    def _newest(self) -> Unit | None:
+        """The newest unit (the deque's, or the newest set aside when it is empty)."""
+        if self._dq:
+            return self._dq[-1]
+        held = self._held
+        return held[next(reversed(held))] if held else None
+
+    def keeps(self, unit: Unit) -> bool:
+        """Whether ``unit`` may not leave the log now: a pin holds it or it is part of the
+        current turn."""
+        return self.protected(unit) or self.in_turn(unit)
+
+    def turn_units(self) -> list[Unit]:
+        """The units of the current turn, oldest first."""
+        out: list[Unit] = [] if self._turn is None else [self._turn]
+        x = self._exchange
+        if x is not None and x is not self._turn and self.in_turn(x):
+            out.append(x)
+        builder = self._builder
+        if builder is not None:
+            for c in {id(c): c for _, c in builder.open_calls()}.values():
+                if all(c is not u for u in out) and self.in_turn(c):
+                    out.append(c)
+        return sorted(out, key=_start)
+
     def pinned_now(self, message_index: int) -> bool:
         """Whether a moving pin holds the message at ``message_index`` now."""
         chunk = self._track.get(message_index)
@@ -189,7 +259,12 @@ class LogState:
         chunk_no: dict[int, int] = {}
         units: list[list[Any]] = []
         held = set(map(id, self._held.values()))
+        turn = exchange = -1
         for u in self.units():
+            if u is self._turn:
+                turn = len(units)
+            if u is self._exchange:
+                exchange = len(units)
             if isinstance(u, Chunk):
                 chunk_no[id(u)] = len(chunk_no)
                 pin = self.protected(u)
@@ -228,6 +303,7 @@ class LogState:
             "track": [[i, no(c)] for i, c in self._track.items()],
             "open": [] if builder is None else [[k, no(c)] for k, c in builder.open_calls()],
             "chunks": [] if builder is None else [no(c) for c in builder.chunks],
+            "turn": [turn, self._turn_at, exchange, self._episode],
         }
 
     def restore(self, data: Mapping[str, Any], message: Callable[[str], Message]) -> None:
@@ -240,13 +316,16 @@ class LogState:
         held: dict[int, Chunk] = {}
         dq: deque[Unit] = deque()
         ids: set[str] = set()
+        every: list[Unit] = []
         count = 0
         for u in data["units"]:
             if u[0] == "p":
                 m = message(u[1])
                 if type(u[2]) is not int:
                     raise ValueError("a token count is not an int")
-                dq.append((m, u[2]))
+                pair = (m, u[2])
+                dq.append(pair)
+                every.append(pair)
                 ids.add(m.id)
                 count += 1
                 continue
@@ -259,6 +338,7 @@ class LogState:
             c = Chunk(msgs, list(indices), bool(pinned), int(tokens), set(pending), bool(orphan))
             c.pinned_at = list(pinned_at)
             chunks.append(c)
+            every.append(c)
             ids.update(m.id for m in msgs)
             count += len(msgs)
             if is_held:
@@ -278,6 +358,13 @@ class LogState:
         dyn = {chunks[k]: int(n) for k, n in data["dyn"]}
         track = {int(i): chunks[k] for i, k in data["track"]}
         total, pinned_tokens, turns = (int(x) for x in data["totals"])
+        turn_no, turn_at, exchange_no, episode = (int(x) for x in data["turn"])
+        turn = every[turn_no] if turn_no >= 0 else None
+        exchange = every[exchange_no] if exchange_no >= 0 else None
+        if exchange is not None and not isinstance(exchange, Chunk):
+            raise ValueError("the open exchange is not a chunk")
+        self._turn, self._turn_at, self._exchange = turn, turn_at, exchange
+        self._episode = episode
         self._dq, self._held, self._loose, self._dyn, self._track = dq, held, loose, dyn, track
         self._ids = ids
         self._total, self._pinned, self._turns = total, pinned_tokens, turns
@@ -287,6 +374,33 @@ class LogState:
         self._plain_ok = bool(data["plain_ok"])
 
     # -- adding ------------------------------------------------------------------------
+
+    def _new_turn(self, unit: Unit, index: int) -> None:
+        """``unit`` holds the newest turn start (at ``index``); the previous turn's unit is
+        released: one the log set aside (``_held``) goes on the heap drops drain first."""
+        old = self._turn
+        self._turn = unit
+        self._turn_at = index
+        if old is None or old is unit or type(old) is tuple:
+            return
+        chunk: Chunk = old  # type: ignore[assignment]
+        if not chunk.pinned and chunk not in self._dyn and self._held.get(chunk.start) is chunk:
+            heapq.heappush(self._loose, chunk.start)
+
+    def _new_exchange(self, chunk: Chunk, calls: bool) -> None:
+        """``chunk`` is the newest tool exchange; ``calls``: the message just added to it
+        calls a tool. A call after a newer turn start begins an episode there: exchanges
+        before it that still await a result are released (those set aside go on the heap
+        drops drain first)."""
+        self._exchange = chunk
+        if not calls or self._turn_at <= self._episode:
+            return
+        old, self._episode = self._episode, self._turn_at
+        loose, dyn, turn = self._loose, self._dyn, self._turn
+        for c in self._held.values():
+            fresh = c.pending and old < c.start <= self._episode
+            if fresh and not c.pinned and c not in dyn and c is not turn:
+                heapq.heappush(loose, c.start)
 
     def _acct(self, chunk: Chunk, sign: int) -> None:
         if chunk.pinned:

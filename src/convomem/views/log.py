@@ -18,6 +18,14 @@ drain first, because it is older than everything in the deque.
 Running totals: ``total`` (every kept token), ``pinned_tokens`` (tokens of chunks pinned
 by a static pin: what a session reserves), and ``turns`` (turn starts, per
 ``model.starts_turn``, in units that are not statically pinned).
+
+The current turn (``model.current_turn``: the unit holding the newest message that
+starts a turn, and the open exchange: the newest tool exchange while it is the newest
+unit or awaits a result) is never dropped: a drop sets it aside like a pinned chunk (or
+stops at it, when it is the newest unit), so a turn bigger than the limit stays (over
+the limit) while everything else goes. A tool result
+over ``result_limit`` tokens is held as a reduced copy (``model.reduce_results``: head and
+tail, same id); whoever keeps the log keeps the original.
 """
 
 from __future__ import annotations
@@ -25,8 +33,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 
-from ..errors import InvalidMessage, NotAMessage
-from ..model import Chunk, Message, starts_turn
+from ..errors import ConvomemError, InvalidMessage, NotAMessage
+from ..model import Chunk, Message, opens_exchange, reduce_results, starts_turn
 from ..tokens import checked_count
 from ._state import LogState, Unit, turns_in, unit_messages
 
@@ -81,20 +89,25 @@ class ChunkLog(LogState):
         ):
             return self._add_slow(message, t)
         # Fast path: a plain message (no tools, no pins) becomes a bare (message, tokens) pair.
-        self._n += 1
+        index = self._n
+        self._n = index + 1
+        pair = (message, t)
         if message.role == "user":
             self._turns += 1
             self._seen_user = True
+            self._new_turn(pair, index)
         ids.add(mid)
         dq = self._dq
-        dq.append((message, t))
+        dq.append(pair)
         total = self._total + t
         if total <= self._limit:
             self._total = total
             return []
-        # Drop the oldest pairs inline; chunks, pins and released pins go to _drop_to.
+        # Drop the oldest pairs inline; chunks, pins, the turn and released pins go to
+        # _drop_to.
+        turn = self._turn
         e = dq.popleft()  # never empty: the new message is in it
-        if type(e) is not tuple or self._loose:
+        if type(e) is not tuple or self._loose or e is turn:
             dq.appendleft(e)
             dropped: list[str] = []
             self._total = self._drop_to(total, dropped)
@@ -108,7 +121,7 @@ class ChunkLog(LogState):
         lim = self._lim
         while total > lim and dq:
             e = dq.popleft()
-            if type(e) is not tuple:
+            if type(e) is not tuple or e is turn:
                 dq.appendleft(e)
                 total = self._drop_to(total, dropped)
                 break
@@ -131,8 +144,27 @@ class ChunkLog(LogState):
             or (role == "user" and (pins.last_user or (pins.first_user and not self._seen_user)))
         )
 
+    def _reduced(self, message: Message, t: int) -> tuple[Message, int]:
+        """``message`` and its count, or its reduced copy and the copy's count when a tool
+        result is over ``result_limit`` (a copy the tokenizer cannot count is not used)."""
+        limit = self._result_limit
+        if (
+            limit is None
+            or t <= limit
+            or message.priority == 2
+            or type(message.content) is str
+            or not message.has_tool_result()
+        ):
+            return message, t
+        try:
+            copy = reduce_results(message, limit, self._tokenizer.count, t)
+            return (message, t) if copy is message else (copy, self.count(copy))
+        except ConvomemError:
+            return message, t
+
     def _add_slow(self, message: Message, t: int) -> list[str]:
         """The general add: tool exchanges, pins, moving pins (``t`` already counted)."""
+        message, t = self._reduced(message, t)
         index = self._n
         builder = self._builder
         pins = self._pins
@@ -162,13 +194,19 @@ class ChunkLog(LogState):
         if not orphan:
             self._ids.add(message.id)
             self._total += t
+            turn = starts_turn(message)
             if plain and self._plain_ok:
-                dq.append((message, t))
-                self._turns += starts_turn(message)
+                pair = (message, t)
+                dq.append(pair)
+                self._turns += turn
+                if turn:
+                    self._new_turn(pair, index)
             elif builder is None:
                 chunk = Chunk([message], [index], static, t, pinned_at=[index] if static else [])
                 dq.append(chunk)
                 self._acct(chunk, +1)
+                if opens_exchange(message):
+                    self._new_exchange(chunk, message.has_tool_use())
             else:
                 if target is not None:
                     if self._held.get(target.start) is target:
@@ -182,9 +220,16 @@ class ChunkLog(LogState):
                         dq.pop()  # the chunks merged into the target
                     if self._track:
                         self._retarget(chunk)
+                    if self._turn_at >= chunk.start:  # the turn's unit merged into it
+                        self._turn = chunk
+                    self._new_exchange(chunk, chunk.messages[-1].has_tool_use())
                 else:
                     dq.append(chunk)
+                    if opens_exchange(chunk.messages[0]):
+                        self._new_exchange(chunk, True)
                 self._acct(chunk, +1)
+            if turn and chunk is not None:
+                self._new_turn(chunk, index)
         self._move_pins(message, index, chunk)
         dropped: list[str] = []
         if self._total > self._limit:
@@ -207,8 +252,13 @@ class ChunkLog(LogState):
         while total > lim:
             if loose:  # released held chunks are older than anything in the deque
                 c = held.get(heapq.heappop(loose))
-                if c is None or c.pinned or c in dyn:
-                    continue  # stale: merged, re-pinned or already gone
+                if c is None or c.pinned or c in dyn or c is self._turn:
+                    continue  # stale: merged, re-pinned, the turn again, or already gone
+                if c.pending and c.start > self._episode:
+                    continue  # awaits a result in this episode (released by a newer one)
+                if not dq and self.in_turn(c):  # the open exchange, the newest unit: it
+                    heapq.heappush(loose, c.start)  # stays (dropped first once it is not)
+                    break
                 del held[c.start]
                 total -= c.tokens
                 self._drop(c, dropped)
@@ -218,6 +268,11 @@ class ChunkLog(LogState):
             e = dq.popleft()
             if type(e) is tuple:
                 old = e[0]
+                if e is self._turn:  # set aside, as a chunk of its own, while it is current
+                    c = Chunk([old], [self._turn_at], False, e[1])
+                    held[c.start] = c
+                    self._turn = c
+                    continue
                 total -= e[1]
                 ids.discard(old.id)
                 if old.role == "user":
@@ -225,9 +280,17 @@ class ChunkLog(LogState):
                 dropped.append(old.id)
                 continue
             chunk: Chunk = e  # type: ignore[assignment]
+            if not dq and chunk is self._exchange and chunk.start > self._episode:
+                dq.append(chunk)  # the open exchange, the newest unit: part of the turn
+                break
             if builder is not None:
                 builder.chunks.popleft()  # mirrors the Chunk entries of the deque
-            if chunk.pinned or chunk in dyn:
+            if (
+                chunk.pinned
+                or chunk in dyn
+                or chunk is self._turn
+                or (chunk.pending and chunk.start > self._episode)
+            ):
                 held[chunk.start] = chunk
             else:
                 total -= chunk.tokens
@@ -236,6 +299,8 @@ class ChunkLog(LogState):
 
     def _drop(self, chunk: Chunk, dropped: list[str]) -> None:
         self._acct(chunk, -1)
+        if chunk is self._exchange:
+            self._exchange = None
         ids = self._ids
         for m in chunk.messages:
             ids.discard(m.id)
@@ -254,17 +319,18 @@ class ChunkLog(LogState):
     # -- planned eviction (a session summarizes before it drops) -----------------------
 
     def evictable(self) -> Iterator[Unit]:
-        """Units no pin holds, in the order they would be dropped (oldest first).
+        """Units no pin holds and not of the current turn, in the order they would be
+        dropped (oldest first).
 
         Reading only: the owner picks victims among them and commits with ``evict``.
         """
         held = self._held
         for start in sorted(set(self._loose)):
             c = held.get(start)
-            if c is not None and not self.protected(c):
+            if c is not None and not self.keeps(c):
                 yield c
         for e in self._dq:
-            if not self.protected(e):
+            if not self.keeps(e):
                 yield e
 
     def evict(self, victims: Sequence[Unit]) -> list[str]:

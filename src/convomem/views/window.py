@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from .._check import flag, integer, non_negative_int
 from ..errors import ConfigError, InvalidMessage, NotAMessage
 from ..model import Message, PinPolicy, PinSpec
+from ..model.reduce import RESULT_SHARE
+from ..model.reduce import result_limit as result_limit_of
 from ..tokens import Tokenizer, get_tokenizer
 from .log import ChunkLog
 
@@ -39,9 +41,15 @@ class History(ChunkLog):
     """A window over a conversation that drops its oldest messages to stay under a limit.
 
     ``add(message)`` appends, then drops from the oldest end until the total is at most
-    ``limit`` and returns the dropped ids, oldest first. A total equal to the limit fits;
-    a message bigger than the limit on its own leaves the window empty (its own id among
-    the dropped).
+    ``limit`` and returns the dropped ids, oldest first. A total equal to the limit fits.
+
+    The current turn (``model.current_turn``: the newest user message that starts a turn,
+    and the open exchange after it: an assistant's calls and the results answering them)
+    is never dropped: older messages go first, and a turn bigger than the limit on its own
+    is kept anyway, with ``over_limit()`` True. A tool result over ``result_limit`` tokens
+    is held as a reduced copy (``model.reduce_results``: its head and tail, the same id,
+    a marker saying how much was left out); the caller keeps the original. Any other
+    message bigger than the limit on its own is dropped (its own id among the dropped).
 
     Options (keyword-only):
 
@@ -59,6 +67,9 @@ class History(ChunkLog):
     - ``target``: hysteresis. The window compacts only when the total passes ``limit``,
       and then cuts to at most ``target``, keeping the newest messages, so the kept
       prefix stays stable between compactions (which keeps provider prompt caches warm).
+    - ``result_limit``: the most a tool result may take, as a share of ``limit`` (a float
+      in (0, 1], default 0.5) or in tokens (an int); None never reduces. Priority-2
+      messages are never reduced.
 
     An orphan result (its call already dropped, or never made) is dropped on arrival,
     even if a pin would select it: a view never holds a result without its call. Every
@@ -77,6 +88,7 @@ class History(ChunkLog):
         pin: Iterable[PinSpec] | PinSpec | None = (),
         keep_tool_pairs: bool = True,
         target: int | None = None,
+        result_limit: float | int | None = RESULT_SHARE,
     ) -> None:
         limit = non_negative_int("limit", limit)
         if target is not None:
@@ -88,6 +100,7 @@ class History(ChunkLog):
             keep_tool_pairs=keep_tool_pairs,
             limit=limit,
             target=target,
+            result_limit=result_limit_of(result_limit, limit),
         )
 
     @property
@@ -106,7 +119,8 @@ class History(ChunkLog):
         return self._keep_pairs
 
     def over_limit(self) -> bool:
-        """True when pinned messages alone exceed the limit (the window kept them anyway)."""
+        """True when pinned messages and the current turn alone exceed the limit (the
+        window kept them anyway)."""
         return self._total > self._limit
 
     def add_many(self, messages: Iterable[Message]) -> list[str]:
