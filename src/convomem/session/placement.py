@@ -105,8 +105,13 @@ class Placement:
         return sum(u.tokens for u in self.updates.values())
 
     def shown(self) -> set[str]:
-        """The ids of the snippets the updates show."""
-        return {s.message_id for u in self.updates.values() for s in u.snippets}
+        """The ids of the snippets the updates show, and their lines (another message
+        of the same text, said the same day, reads the same: it is not shown twice)."""
+        out: set[str] = set()
+        for u in self.updates.values():
+            for s in u.snippets:
+                out.update((s.message_id, snippet_line(s, self.session_id)))
+        return out
 
     # -- the profile --------------------------------------------------------------------
 
@@ -171,14 +176,15 @@ class Placement:
             u.facts.pop()
             self._render(user_id, u)
         for s in snippets:
-            if s.message_id in shown:
+            line = snippet_line(s, self.session_id)
+            if s.message_id in shown or line in shown:
                 continue
             u.snippets.append(s)
             self._render(user_id, u)
             if u.tokens > cap:
                 u.snippets.pop()
             else:
-                shown.add(s.message_id)
+                shown.update((s.message_id, line))
         self._render(user_id, u)
         self.updates[user_id] = u
         return u
