@@ -44,7 +44,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {
         "ConversationMemory: the documented public API (its options, sync and async twins "
         "of each operation, the read accessors); the logic is the engine's",
     ),
-    "session/timeline.py": (402, "the timeline: the lead's room"),
     "summaries/_keyed_rules.py": (438, "the keyed fact rules: the extraction helper's"),
     "summaries/extractive.py": (451, "the extractive summarizer: the extraction helper's"),
     "summaries/supersession.py": (429, "fact supersession: the extraction helper's"),
