@@ -9,6 +9,7 @@ from itertools import islice
 
 from ..model import Chunk, ChunkBuilder, Message, PinPolicy, opens_exchange, starts_turn
 from ..tokens import Tokenizer
+from ._turn import open_turn
 from .classify import (
     OK,
     STUBBED,
@@ -19,7 +20,7 @@ from .classify import (
     count_checked,
 )
 from .mintree import INF, MinTree
-from .table import ChunkTable, _check_items, lost_pins, open_turn
+from .table import ChunkTable, _check_items, lost_pins
 
 
 class LiveTable(ChunkTable):

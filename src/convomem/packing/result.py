@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -11,6 +10,7 @@ from typing import Final
 from ..errors import ConfigError, ConvomemError
 from ..model import REDUCED_KEY, Message
 from ..tokens import Tokenizer, get_tokenizer
+from ._report import decision_table, lost_pin_problems, over_budget
 
 REASONS: Final = (
     "pinned",
@@ -307,37 +307,17 @@ class PackResult:
         out: list[str] = []
         if self.unstartable:
             out.append("no user turn to start on: only system messages are kept")
-        if self.lost_pins:
-            by: dict[str, list[str]] = {}
-            for i, reason in self.lost_pins.items():
-                by.setdefault(reason, []).append(self._messages[i].id)
-            for reason, ids in by.items():
-                why = _LOST.get(reason, reason)
-                out.append(f"{len(ids)} pinned message(s) not sent ({why}): {_ids(ids)}")
+        out += lost_pin_problems(self.lost_pins, self._messages)
         if self.token_count > self.budget:
-            over = self.token_count - self.budget
-            ds = self.decisions
-            pinned = self.pinned_tokens
-            if pinned is None:
-                pinned = sum(d.tokens for d in ds if d.kept and d.reason == "pinned")
-            turn = self.turn_tokens
-            causes = []
-            if pinned > self.budget:
-                causes.append(f"pinned messages alone need {pinned:,} tokens")
-            elif turn and pinned + turn > self.budget:
-                causes.append(
-                    "the current turn (the newest user message and its open exchange) "
-                    f"needs {turn:,} tokens beside {pinned:,} pinned"
+            out.append(
+                over_budget(
+                    self.token_count,
+                    self.budget,
+                    self.decisions,
+                    self.pinned_tokens,
+                    self.turn_tokens,
                 )
-            for reason, what in (
-                ("min_keep", "min_keep kept {n} message(s) that do not fit"),
-                ("start_on", "start_on kept {n} message(s) so the list starts on a user turn"),
-            ):
-                n = sum(1 for d in ds if d.kept and d.reason == reason)
-                if n:
-                    causes.append(what.format(n=n))
-            cause = "; ".join(causes) if causes else "the kept messages need more"
-            out.append(f"over budget by {over:,} tokens: {cause}")
+            )
         return out
 
     def explain(self) -> str:
@@ -346,70 +326,24 @@ class PackResult:
         ds = self.decisions
         problems = self.problems()
         state = "fits" if not problems else "DOES NOT FIT: " + "; ".join(problems)
-        lines = [
+        head = (
             f"{self.strategy or 'pack'}: kept {len(ds) - len(self.dropped)} of {len(ds)} "
             f"messages, {self.token_count:,} of {self.budget:,} tokens "
             f"({state}, headroom {self.headroom:,})"
-        ]
-        width = max([8, *(len(d.id) for d in ds[:10_000])])
-        width = min(width, 40)
-        lines.append(f"{'#':>6}  {'id':<{width}}  {'role':<9}  {'tokens':>6}  kept  reason")
-        lost = self.lost_pins
-        for d in ds:
-            ident = d.id if len(d.id) <= width else d.id[: width - 1] + "…"
-            reason = d.reason
-            if d.index in lost:
-                reason += " (PINNED: not sent)"
-            elif d.index in self.repairs:
-                reason += f" ({_stray(self._messages[d.index], self.repairs[d.index])})"
-            lines.append(
-                f"{d.index:>6}  {ident:<{width}}  {d.role:<9}  {d.tokens:>6}  "
-                f"{'yes' if d.kept else 'no':<4}  {reason}"
-            )
-        count = self._tokenizer.count_message
+        )
         stubs = {id(s) for s in self.stubs}
-        for m in self.kept:
-            if m is self.summary:
-                what = "summary"
-            elif id(m) in stubs:
-                what = "stub"
-            else:
-                continue
-            ident = m.id if len(m.id) <= width else m.id[: width - 1] + "…"
-            lines.append(f"{'+':>6}  {ident:<{width}}  {m.role:<9}  {count(m):>6}  yes   {what}")
-        return "\n".join(lines)
+        extras = [
+            (m, "summary" if m is self.summary else "stub")
+            for m in self.kept
+            if m is self.summary or id(m) in stubs
+        ]
+        table = decision_table(
+            ds, self._messages, self.lost_pins, self.repairs, extras, self._tokenizer.count_message
+        )
+        return "\n".join([head, *table])
 
     def __repr__(self) -> str:
         return (
             f"PackResult(kept={len(self.kept)}, dropped={len(self._messages) - len(self._kept_idx)}"
             f", token_count={self.token_count}, budget={self.budget}, fits={self.fits})"
         )
-
-
-_LOST: Final = {
-    "orphan": "a tool result whose call is not in the list (or a repeat of a call still open)",
-    "unanswered": "part of a tool call that was never answered",
-    "start_on": "no user turn before it to start the list on",
-}
-
-
-def _ids(ids: list[str]) -> str:
-    shown = ", ".join(repr(i) for i in ids[:5])
-    return shown + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-
-
-def _stray(original: Message, copy: Message) -> str:
-    """What a repaired (or reduced) copy left out."""
-    left = Counter(original.tool_result_ids()) - Counter(copy.tool_result_ids())
-    ids = ", ".join(repr(r) for r in sorted(left.elements()))
-    calls = Counter(original.tool_use_ids()) - Counter(copy.tool_use_ids())
-    repeats = ", ".join(repr(c) for c in sorted(calls.elements()))
-    what = [f"results for {ids} answer no open call"] if ids else []
-    what += [f"calls {repeats} repeat an open call"] if repeats else []
-    out = [f"sent repaired: {' and '.join(what)}, left out"] if what else []
-    info = copy.metadata.get(REDUCED_KEY)
-    if info is not None:
-        out.append(
-            f"sent reduced: results over {info['limit']:,} tokens cut to their head and tail"
-        )
-    return "; ".join(out)

@@ -10,6 +10,8 @@ from typing import Any, Literal, TypeAlias
 from ..errors import InvalidMessage
 from ..model import Chunk, ChunkBuilder, Message, opens_exchange, starts_turn, stub_result
 from ..tokens import Tokenizer
+from ._turn import open_turn as open_turn  # re-exported: it was defined here
+from ._turn import pin_turn
 from .classify import (
     OK,
     ORPHAN,
@@ -61,35 +63,6 @@ def sent_messages(chunk: Chunk, msgs: Sequence[Message]) -> list[Message]:
     if repairs:
         return [repairs[i] if i in repairs else msgs[i] for i in chunk.indices]
     return [msgs[i] for i in chunk.indices]
-
-
-def open_turn(
-    builder: ChunkBuilder,
-    last_turn: int,
-    exchange: Chunk | None,
-    episode: int,
-    pos_of: Mapping[int, int] | Sequence[int],
-    status: Sequence[int],
-) -> list[int]:
-    """Table positions of the current turn (``model.current_turn``) that can be sent: the
-    chunk of the message at ``last_turn`` (the newest that starts a turn; -1: none) and
-    the open exchange: the chunks starting after ``episode`` (the turn start before the
-    newest call) that await a result, or are ``exchange`` (the newest builder chunk that
-    is a tool exchange) while it is the newest chunk that is not an orphan. ``pos_of``
-    maps an input index to its table position."""
-    out = [] if last_turn < 0 else [pos_of[last_turn]]
-    if exchange is None:
-        return out
-    chunks = [c for _, c in builder.open_calls() if c.start > episode]
-    if not exchange.pending and exchange.start > episode:
-        newest = next((c for c in reversed(builder.chunks) if not c.orphan), None)
-        if newest is exchange:
-            chunks.append(exchange)
-    for c in chunks:
-        p = pos_of[c.indices[0]]
-        if (status[p] == OK or status[p] == STUBBED) and p not in out:
-            out.append(p)
-    return out
 
 
 def lost_pins(chunk: Chunk) -> list[int]:
@@ -244,20 +217,8 @@ class ChunkTable:
                     pinned.append(p)
                 free.append(1 if good and not chunk.pinned else 0)
         if turn:
-            held: list[int] = []
-            for p in open_turn(builder, last, exchange, episode, pos_of, status):
-                c = chunks[p]
-                if free[p]:
-                    free[p] = 0
-                elif cands[p] and status[p] != OK:  # tool-free, in an unsendable exchange
-                    status[p] = OK
-                    c.pinned, c.pinned_at = True, [c.indices[0]]
-                else:
-                    continue
-                pinned.append(p)
-                held.append(c.indices[0])
-            pinned.sort()
-            turn_only = frozenset(held)
+            turn_only = pin_turn(builder, last, exchange, episode, pos_of, chunks, status,
+                                 free, cands, pinned)  # fmt: skip
         return cls(
             messages,
             chunks,

@@ -3,7 +3,6 @@ summary, the compressor, the tiers, and each batch of messages it is given."""
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -31,23 +30,6 @@ from .view import SessionView
 
 SUMMARY_SEGMENTS: Final = 8
 """Segments of the running summary a ConversationMemory builds (``max_segments``)."""
-
-
-def check_store(store: object) -> bool:
-    """Whether ``store`` is async; ConfigError unless it has the four Store methods."""
-    names = ("get_items", "add_items", "pop_item", "clear_session")
-    methods = [getattr(store, n, None) for n in names]
-    if not all(callable(m) for m in methods):
-        raise ConfigError(
-            f"store={store!r}: must implement get_items, add_items, pop_item and "
-            "clear_session (see convomem.stores)"
-        )
-    kinds = {inspect.iscoroutinefunction(m) for m in methods}
-    if len(kinds) > 1:
-        raise ConfigError(
-            f"store={store!r}: mixes sync and async methods; implement Store or AsyncStore"
-        )
-    return kinds == {True}
 
 
 def running_summary(

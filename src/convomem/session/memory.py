@@ -14,10 +14,11 @@ import contextlib
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, TypeVar, overload
 
 from .. import _check
-from .._io import Call, Gen, LoopLock, arun, run
+from .._io import Gen, LoopLock, arun, run
 from ..errors import ConcurrentUpdate, ConfigError
 from ..model import COMPRESSED_KEY, Message, PinSpec
 from ..model.reduce import RESULT_SHARE
@@ -28,8 +29,9 @@ from ..summaries import RunningSummary, SummarizerLike
 from ..summaries.extractor import Extractor
 from ..tokens import Tokenizer
 from ..views.budget import ContextBudget
+from ._calls import check_expected_seq, check_store, refusal
 from ._ops import Format
-from ._options import build_engine, built, check_picklable, check_store, checked_batch
+from ._options import build_engine, built, check_picklable, checked_batch
 from .compaction import CACHE_TURNS
 from .stats import MemoryStats, snapshot
 from .tiers import RECALL_K, Tiers
@@ -273,22 +275,10 @@ class ConversationMemory:
 
     # -- drivers ---------------------------------------------------------------------
 
-    def _refuse(self, step: Call) -> ConfigError:
-        owner = getattr(step.fn, "__self__", None)
-        what = (
-            f"store={self._store!r}: is an AsyncStore"
-            if owner is self._store
-            else f"{owner if owner is not None else step.fn!r}: is async"
-        )
-        return ConfigError(
-            f"{what}; use the async methods (aadd, aadd_messages, acontext, amessages, "
-            "aclear, aflush)"
-        )
-
     def run(self, gen: Gen[T]) -> T:
         """Drive one of the engine's generators synchronously, under this memory's lock."""
         with self._tlock:
-            return run(gen, refuse=self._refuse, passthrough=(ConfigError,))
+            return run(gen, refuse=partial(refusal, self._store), passthrough=(ConfigError,))
 
     async def arun(self, gen: Gen[T]) -> T:
         """Drive one of the engine's generators in the running loop, under its lock."""
@@ -328,7 +318,7 @@ class ConversationMemory:
         ``InvalidMessage`` naming ``messages[i]`` and changes nothing.
         """
         batch, wheres = checked_batch(messages, single=False)
-        seq = _expected(expected_seq)
+        seq = check_expected_seq(expected_seq)
         return self.run(self.engine.add(batch, wheres, seq))
 
     def set_summary(self, text: str) -> Any:
@@ -421,7 +411,7 @@ class ConversationMemory:
     ) -> list[Message]:
         """Async twin of ``add_messages``."""
         batch, wheres = checked_batch(messages, single=False)
-        return await self.arun(self.engine.add(batch, wheres, _expected(expected_seq)))
+        return await self.arun(self.engine.add(batch, wheres, check_expected_seq(expected_seq)))
 
     @overload
     async def acontext(
@@ -496,7 +486,3 @@ class ConversationMemory:
         self._tlock = threading.RLock()
         self._alock = LoopLock()
         self.engine.summary.claim(self)
-
-
-def _expected(seq: int | None) -> int | None:
-    return None if seq is None else _check.non_negative_int("expected_seq", seq)

@@ -34,12 +34,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .._io import Gen
-from ..model import COMPRESSED_KEY, REDUCED_KEY, Chunk, Message
+from ..model import COMPRESSED_KEY, REDUCED_KEY, Message
 from ..stores import check_limit
 from ..summaries.facts import FactHistory, KeyedFact
 from ..summaries.keyed import SUBJECT_USER
 from ..views.budget import REPLY_PRIMING_TOKENS
-from ..views.log import unit_messages
+from ._timeline_read import held_ids, pin_reason, segments_of
 from ._turns import STAND_IN
 from .stats import MemoryStats
 from .turn_records import TURN_KEY, TurnRow, check_price, record_turn, turn_rows
@@ -183,25 +183,6 @@ class Timeline:
 # -- the timeline ------------------------------------------------------------------------
 
 
-def _pin_reason(m: Message, position: int, memory: ConversationMemory, first_user: str) -> str:
-    pins = memory.view.pins
-    if m.priority == 2:
-        return "priority 2: never evicted"
-    if m.role == "system" and pins.system:
-        return "system prompt (pin 'system')"
-    if position in pins.indices:
-        return f"pin at position {position}"
-    if pins.first_user and m.id == first_user:
-        return "first user message (pin 'first_user')"
-    if pins.tool_results and m.has_tool_result():
-        return "tool result (pin 'tool_results')"
-    if pins.last_user and m.role == "user":
-        return "newest user message (pin 'last_user')"
-    if pins.negative:
-        return f"among the newest (pins {list(pins.negative)})"
-    return "in a tool exchange with a pinned message"
-
-
 def _preview(m: Message) -> str:
     """The start of a message's text; a tool call shows its name and arguments."""
     return (m.text() or m.calls_text())[:PREVIEW]
@@ -238,20 +219,7 @@ def _build(
     context_ids = [m.id for m in (view.messages if context is None else context)]
     tiers = memory.tiers if context is not None else None
     split = {} if tiers is None else tiers.split
-    pinned: set[str] = set()
-    waiting: set[str] = set()
-    exchange: set[str] = set()  # in a tool exchange (a call with its results)
-    turn: set[str] = set()  # of the current turn
-    for u in clog.units():
-        msgs = unit_messages(u)
-        if clog.protected(u):
-            pinned.update(m.id for m in msgs)
-        elif clog.in_turn(u):
-            turn.update(m.id for m in msgs)
-        if isinstance(u, Chunk) and u.pending:
-            waiting.update(m.id for m in msgs)
-        if len(msgs) > 1 and any(m.has_tool_use() for m in msgs):
-            exchange.update(m.id for m in msgs)
+    pinned, turn, waiting, exchange = held_ids(clog)
     to_fold = {m.id for m in engine.to_fold}
 
     segments = [
@@ -260,16 +228,7 @@ def _build(
     ]
     segment_of: dict[str, int] = {}
     if segments:
-        wanted = {m.id for m in log if m.id not in sent and m.id not in clog}
-        if wanted:
-            bounds = iter(s.count for s in rs.segments)
-            index, left = 0, next(bounds)
-            for mid in rs.covered_ids:
-                while left == 0 and index < len(segments) - 1:
-                    index, left = index + 1, next(bounds)
-                if mid in wanted:
-                    segment_of[mid] = index
-                left -= 1
+        segment_of = segments_of(rs, {m.id for m in log if m.id not in sent and m.id not in clog})
 
     older = max(0, stats.log_messages - len(log))
     first_user = next((m.id for m in log if m.role == "user"), "") if older == 0 else ""
@@ -285,7 +244,7 @@ def _build(
             cost = own if cm is m or cm == m else tok.count_message(cm)
             if mid in pinned:
                 state: State = "pinned"
-                reason = _pin_reason(m, pos, memory, first_user)
+                reason = pin_reason(m, pos, engine.pins, first_user)
                 parts["pinned"] += cost
             elif COMPRESSED_KEY in cm.metadata:
                 state, reason = "compressed", f"priority 1: compressed in place ({own} -> {cost})"

@@ -36,7 +36,8 @@ from collections.abc import Iterator, Sequence
 from ..errors import ConvomemError, InvalidMessage, NotAMessage
 from ..model import Chunk, Message, opens_exchange, reduce_results, starts_turn
 from ..tokens import checked_count
-from ._state import LogState, Unit, turns_in, unit_messages
+from ._snapshot import LogSnapshot
+from ._state import Unit, turns_in, unit_messages
 
 __all__ = ["ChunkLog", "Unit", "turns_in", "unit_messages"]
 
@@ -45,7 +46,7 @@ def _has_tool_blocks(m: Message) -> bool:
     return type(m.content) is not str and (m.has_tool_use() or m.has_tool_result())
 
 
-class ChunkLog(LogState):
+class ChunkLog(LogSnapshot):
     """Units of a conversation, oldest first, with running totals and pins.
 
     ``add`` appends a message; when ``limit`` is set and the total passes it, the oldest
