@@ -244,6 +244,8 @@ async def long_session(client: Client, *, budget: int, user: str = "lea") -> Non
     assert acc["tokens"] <= acc["budget"] == budget
     assert full["context"][-1]["content"].startswith("turn 239:")
     small = await call(
-        client, "get_context", session_id="long", budget=budget // 3, query="harbour"
+        client, "get_context", session_id="long", budget=budget // 2, query="harbour"
     )
-    assert small["accounting"]["tokens"] <= budget // 3
+    assert small["accounting"]["tokens"] <= budget // 2 and small["accounting"]["fits"]
+    # the current turn (the newest user message) and the newest reply are sent
+    assert [m["content"][:9] for m in small["context"][-2:]] == ["turn 238:", "turn 239:"]

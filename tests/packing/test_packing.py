@@ -675,3 +675,21 @@ def test_recency_is_packings_and_the_old_homes_name_the_same_class() -> None:
 
     assert root is strategies is budget is Recency
     assert Recency.__module__ == "convomem.packing.recency"
+
+
+def test_keep_turn_false_packs_the_turn_like_any_other_message() -> None:
+    """The current turn is kept before anything else, over budget if need be; with
+    ``keep_turn=False`` it is one more message for the strategy (Recency keeps the newest
+    that fit: the long reply, and not the question before it)."""
+    msgs = [
+        Message("q", "user", 30, content="the question"),
+        Message("r", "assistant", 80, content="a long reply"),
+    ]
+    kept = Packer(budget=100, tokenizer="given").pack(msgs)
+    assert [m.id for m in kept.kept] == ["q", "r"] and not kept.fits
+    assert kept.decisions[0].reason == "turn"
+    plain = Packer(budget=100, tokenizer="given", keep_turn=False).pack(msgs)
+    assert [m.id for m in plain.kept] == ["r"] and plain.fits
+    assert [d.reason for d in plain.decisions] == ["budget", "recent"]
+    with pytest.raises(ConfigError, match="keep_turn="):
+        Packer(budget=100, keep_turn="no")  # type: ignore[arg-type]

@@ -864,3 +864,19 @@ async def test_acompress_falls_back_then_fails_cleanly() -> None:
     with pytest.raises(SummarizerError):
         await bare.acompress([m])
     assert bare.stats.failures == 1 and bare.stats.compressions == 0
+
+
+def test_keep_turn_false_evicts_the_newest_user_message_like_any_other() -> None:
+    """By default the newest user message stays in the context when the reply after it
+    does not fit beside it (the reply goes); ``keep_turn=False`` (the seeds' windows)
+    evicts the oldest first: the question."""
+    for keep, expected in ((True, ["q"]), (False, ["r"])):
+        mem = ConversationMemory(
+            60, tokenizer="words", summary=False, trigger=1.0, target=1.0, keep_turn=keep
+        )
+        mem.add("user", "the question " * 10, id="q")
+        mem.add("assistant", "a long reply " * 13, id="r")
+        assert [m.id for m in mem.context("messages")] == expected, keep
+        assert mem.stats().fits
+    with pytest.raises(ConfigError, match="keep_turn="):
+        ConversationMemory(60, keep_turn=1)  # type: ignore[arg-type]

@@ -259,6 +259,20 @@ def test_seed_example() -> None:
     assert h.messages() == ["u2"] and h.total() == 25 and len(h) == 1
 
 
+def test_seed_example_exactly_without_the_turn() -> None:
+    """``keep_turn=False, result_limit=None`` is the seed's window exactly: a message
+    bigger than the limit on its own leaves it empty."""
+    h = History(100, keep_turn=False, result_limit=None)
+    assert not h.keep_turn
+    assert h.add(Message("s", "system", 20)) == []
+    assert h.add(Message("u1", "user", 30)) == []
+    assert h.add(Message("a1", "assistant", 40)) == []
+    assert h.add(Message("u2", "user", 25)) == ["s"]
+    assert h.messages() == ["u1", "a1", "u2"]
+    assert h.add(Message("t1", "tool", 120)) == ["u1", "a1", "u2", "t1"]
+    assert h.messages() == [] and h.total() == 0 and not h.over_limit()
+
+
 def test_total_equal_to_limit_fits() -> None:
     h = History(50)
     assert h.add(Message("a", "user", 20)) == []

@@ -71,7 +71,7 @@ def cmd_window(args: argparse.Namespace, out: Out) -> int:
         f"tokens, {compactions} compactions\n"
     )
     if history.over_limit():
-        out.write("warning: pinned messages alone exceed the limit\n")
+        out.write("warning: pinned messages and the current turn alone exceed the limit\n")
     where = {m.id: i for i, m in enumerate(messages)}
     rows = [(where.get(m.id, "?"), m.id, m.role, tok.count_message(m), preview(m)) for m in kept]
     table(rows, ("#", "id", "role", "tokens", "preview"), out, head=args.head, tail=args.tail)
@@ -100,7 +100,7 @@ def cmd_pack(args: argparse.Namespace, out: Out) -> int:
         if omitted:
             shown.append(f"... {omitted:,} rows omitted ...")
         err.write("\n".join([*shown, *last, *extra]) + "\n")
-    over = "" if result.fits else " (OVER BUDGET: pinned messages alone exceed it)"
+    over = "" if result.fits else " (OVER BUDGET: pinned messages and the current turn exceed it)"
     err.write(
         f"kept {len(result.kept)}, dropped {len(result.dropped)}, "
         f"{result.token_count} of {result.budget} tokens{over}\n"

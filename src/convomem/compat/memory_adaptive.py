@@ -176,6 +176,8 @@ class AdaptiveSlidingWindow:
             tokenizer="given",
             strategy=Importance(lambda m: scores[m.id]),
             pin=(),
+            keep_turn=False,  # the article's algorithm: min_turns protects, nothing else
+            result_limit=None,
         )
         kept = {m.id for m in packer.pack(messages).kept}
         gone = [

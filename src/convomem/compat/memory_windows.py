@@ -61,7 +61,10 @@ class TokenWindowMemory:
         self.max_tokens = positive_int("max_tokens", max_tokens)
         self.tokenizer = model_tokenizer(model)
         self.model = model
-        self._history = History(max_tokens, tokenizer=self.tokenizer, pin=(-1,))
+        # The article's window: the newest message pinned, nothing else kept, nothing cut.
+        self._history = History(
+            max_tokens, tokenizer=self.tokenizer, pin=(-1,), keep_turn=False, result_limit=None
+        )
         self._added = 0
 
     def add_message(self, role: str, content: str) -> None:

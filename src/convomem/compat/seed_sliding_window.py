@@ -62,6 +62,8 @@ class SlidingWindowMemory:
             target=1.0,
             max_turns=max_turns,
             cache_turns=0,  # the seed's window: just enough, never a deeper cut
+            keep_turn=False,  # the seed evicts the oldest, the newest user message too
+            result_limit=None,  # and keeps each item as it was given
         )
 
     @property

@@ -48,6 +48,7 @@ class LiveTable(ChunkTable):
         *,
         result_limit: int | None = None,
         reduce: Callable[[Message, int], Message] | None = None,
+        keep_turn: bool = True,
     ) -> None:
         super().__init__(
             [], [], [], [], bytearray(), {}, [],
@@ -56,6 +57,7 @@ class LiveTable(ChunkTable):
         self.policy = policy
         self.result_limit = result_limit
         self.reduce = reduce
+        self.keep_turn = keep_turn
         self.version = 0
         self.reset()
 
@@ -262,9 +264,11 @@ class LiveTable(ChunkTable):
                     swapped.add(p)
                     self.swaps.append((p, c))
         turn: list[int] = []
-        turn_at = open_turn(
-            self.builder, self.last_turn, self.exchange, self.episode, self.pos_of, status
-        )
+        turn_at: list[int] = []
+        if self.keep_turn:
+            turn_at = open_turn(
+                self.builder, self.last_turn, self.exchange, self.episode, self.pos_of, status
+            )
         for p in turn_at:
             c = chunks[p]
             if free[p]:

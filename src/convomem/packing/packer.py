@@ -51,7 +51,9 @@ class Packer:
     result: a share of ``budget`` (a float in (0, 1], default 0.5) or tokens (an int);
     None never reduces. A result over it is sent as a reduced copy (its head and tail,
     ``model.reduce_results``; ``PackResult.reduced``), made once per message; the input
-    keeps the original. Priority-2 messages are never reduced.
+    keeps the original. Priority-2 messages are never reduced. ``keep_turn=False`` treats
+    the current turn as any other message (the plain algorithm a seed or an article
+    specifies: ``convomem.compat`` uses it).
 
     The Packer caches its previous call and is safe to share: a concurrent call while
     one is running works on a fresh table instead of the cache. The cache is used when
@@ -78,8 +80,10 @@ class Packer:
         start_on: StartOn = None,
         assume_unchanged: bool = False,
         result_limit: float | int | None = RESULT_SHARE,
+        keep_turn: bool = True,
     ) -> None:
         self._budget = check_budget(budget)
+        self._keep_turn = flag("keep_turn", keep_turn)
         self._result_limit = result_limit_of(result_limit, self._budget)
         self._reduced: dict[Message, Message | None] = {}
         self._tokenizer = get_tokenizer(tokenizer)
@@ -125,6 +129,11 @@ class Packer:
         return self._assume_unchanged
 
     @property
+    def keep_turn(self) -> bool:
+        """Whether the current turn is kept before anything else."""
+        return self._keep_turn
+
+    @property
     def result_limit(self) -> int | None:
         """The most one tool result may take, in tokens (None: no limit)."""
         return self._result_limit
@@ -160,6 +169,7 @@ class Packer:
             self._stub,
             result_limit=self._result_limit,
             reduce=self._reduce,
+            keep_turn=self._keep_turn,
         )
 
     # ------------------------------------------------------------------ one call

@@ -75,7 +75,10 @@ def accounting(
                 total=split["total"] - left_out,
             )
     if not fits:
-        why["fits"] = "the pinned messages alone exceed the budget; they are sent anyway"
+        why["fits"] = (
+            "the pinned messages and the current turn (the newest user message, its tool "
+            "exchange and the newest reply) alone exceed the budget; they are sent anyway"
+        )
     if dropped:
         why["budget"] = (
             f"budget={budget} is below the session's {memory.budget}: {dropped} more of the "

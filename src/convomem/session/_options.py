@@ -250,6 +250,7 @@ def build_engine(
     shares: Any,
     cache_turns: int,
     result_limit: Any = RESULT_SHARE,
+    keep_turn: Any = True,
 ) -> SessionEngine:
     """The session engine of ``ConversationMemory(...)``'s options (see its docstring),
     each checked (``ConfigError`` naming it); ``owner`` claims the stateful parts."""
@@ -273,6 +274,7 @@ def build_engine(
     max_turns = _check.optional_positive_int("max_turns", max_turns)
     cache_turns = _check.non_negative_int("cache_turns", cache_turns)
     per_result = result_limit_of(result_limit, limit)
+    _check.flag("keep_turn", keep_turn)
     for name, value in (("summary", summary), ("facts", facts), ("background", background)):
         _check.flag(name, value)
     if scorer is not None:
@@ -319,6 +321,7 @@ def build_engine(
             target=target,
             max_turns=max_turns,
             result_limit=per_result,
+            keep_turn=keep_turn,
         ),
         summary=rs,
         summarize=summary,
@@ -347,6 +350,7 @@ def build_engine(
             "tokenizer": getattr(tok, "name", None),
             "cache_turns": cache_turns,
             "result_limit": per_result,
+            "keep_turn": keep_turn,
         },
         cache_turns=cache_turns,
     )

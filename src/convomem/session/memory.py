@@ -103,18 +103,16 @@ class ConversationMemory:
       a summary segment there, ``widen_recall`` doubles ``recall_k`` for the next
       context. Its state is kept with a durable session's.
     - ``shares``: a ``ContextBudget`` whose ``facts`` / ``recall`` shares (default 10% /
-      15% of what may be sent) the tiers take; what the facts leave unused goes to the
-      history.
-    - ``result_limit``: the most one tool result may take in the context, as a share of
-      what may be sent (a float in (0, 1], default 0.5) or in tokens (an int); None:
-      no limit. A result over it is sent reduced (``model.reduce_results``: its head and
-      tail, a marker saying how much was left out); ``messages()`` returns it whole.
-      Priority-2 messages are never reduced.
+      15% of what may be sent) the tiers take; what facts leave unused goes to history.
+    - ``result_limit``: the most one tool result may take in the context (a share of
+      what may be sent, default 0.5, or tokens; None: no limit); a result over it is sent
+      reduced (``model.reduce_results``), ``messages()`` returns it whole. Priority 2:
+      never reduced. ``keep_turn=False``: no current turn (the seeds' plain windows).
 
     The current turn (the newest user message and the open exchange after it: the
-    assistant's calls and every result answering them) is in every context: never
-    evicted, never left out. When it does not fit even with its results reduced, it is
-    sent anyway and ``stats().fits`` is False, with ``stats().problems`` saying why.
+    assistant's calls and every result answering them) is in every context, never
+    evicted; when it does not fit even reduced, it is sent anyway and ``stats().fits``
+    is False, with ``stats().problems`` saying why.
 
     A message whose id a format converter *derived* from its content
     (``model.is_derived_id``) and that is already in the log gets a fresh id: converting
@@ -153,6 +151,7 @@ class ConversationMemory:
         shares: ContextBudget | None = None,
         cache_turns: int = CACHE_TURNS,
         result_limit: float | int | None = RESULT_SHARE,
+        keep_turn: bool = True,
     ) -> None:
         self._store: Store | AsyncStore = InMemoryStore() if store is None else store
         self._async = check_store(self._store)
@@ -183,6 +182,7 @@ class ConversationMemory:
             shares=shares,
             cache_turns=cache_turns,
             result_limit=result_limit,
+            keep_turn=keep_turn,
         )
         """The session engine this memory drives (``session.engine``): its view, summary,
         tiers and log bookkeeping, for reading (``timeline``, ``stats``)."""

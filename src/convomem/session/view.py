@@ -102,8 +102,10 @@ class SessionView:
         target: float,
         max_turns: int | None,
         result_limit: int | None = None,
+        keep_turn: bool = True,
     ) -> None:
         self.tokenizer = tokenizer
+        self.keep_turn = keep_turn
         self.pins = pins
         self.limit = limit
         self.result_limit = result_limit
@@ -118,7 +120,9 @@ class SessionView:
 
     def reset(self) -> None:
         """Forget everything (the log is the store's; this is only the view)."""
-        self.log = ChunkLog(self.tokenizer, self.pins, result_limit=self.result_limit)
+        self.log = ChunkLog(
+            self.tokenizer, self.pins, result_limit=self.result_limit, keep_turn=self.keep_turn
+        )
         self.head = 0  # the log's leading pinned system messages (sent before the summary)
         self.head_tokens = 0
         self.to_fold: list[Message] = []  # orphan results: never in view, summarized later

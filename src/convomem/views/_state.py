@@ -61,6 +61,7 @@ class LogState:
         "_held",
         "_ids",
         "_keep_pairs",
+        "_keep_turn",
         "_last_user",
         "_lim",
         "_limit",
@@ -90,8 +91,10 @@ class LogState:
         limit: int | None = None,
         target: int | None = None,
         result_limit: int | None = None,
+        keep_turn: bool = True,
     ) -> None:
         self._limit = _NEVER if limit is None else limit
+        self._keep_turn = keep_turn
         self._result_limit = result_limit
         self._target = target
         self._lim = self._limit if target is None else target
@@ -121,8 +124,9 @@ class LogState:
         self._turn: Unit | None = None  # the unit holding the newest turn start
         self._turn_at = -1  # the position of that message
         self._exchange: Chunk | None = None  # the newest tool exchange
-        self._episode = -1  # the turn start before the newest call: exchanges after it
-        # that await a result are open
+        # The turn start before the newest call: exchanges after it that await a result
+        # are open (never, without keep_turn: a plain window).
+        self._episode = -1 if keep_turn else _NEVER
         # Plain unpinned messages may be stored as bare pairs: no negative pin can reach
         # them later and no open tool call can pull them into an exchange.
         self._plain_ok = not pins.negative
@@ -254,9 +258,11 @@ class LogState:
     def _new_turn(self, unit: Unit, index: int) -> None:
         """``unit`` holds the newest turn start (at ``index``); the previous turn's unit is
         released: one the log set aside (``_held``) goes on the heap drops drain first."""
+        self._turn_at = index
+        if not self._keep_turn:
+            return  # no current turn to keep: a plain window
         old = self._turn
         self._turn = unit
-        self._turn_at = index
         if old is None or old is unit or type(old) is tuple:
             return
         chunk: Chunk = old  # type: ignore[assignment]
@@ -268,6 +274,8 @@ class LogState:
         calls a tool. A call after a newer turn start begins an episode there: exchanges
         before it that still await a result are released (those set aside go on the heap
         drops drain first)."""
+        if not self._keep_turn:
+            return
         self._exchange = chunk
         if not calls or self._turn_at <= self._episode:
             return

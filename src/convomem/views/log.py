@@ -221,7 +221,7 @@ class ChunkLog(LogSnapshot):
                         dq.pop()  # the chunks merged into the target
                     if self._track:
                         self._retarget(chunk)
-                    if self._turn_at >= chunk.start:  # the turn's unit merged into it
+                    if self._keep_turn and self._turn_at >= chunk.start:  # the turn merged in
                         self._turn = chunk
                     self._new_exchange(chunk, chunk.messages[-1].has_tool_use())
                 else:

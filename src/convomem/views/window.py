@@ -70,6 +70,9 @@ class History(ChunkLog):
     - ``result_limit``: the most a tool result may take, as a share of ``limit`` (a float
       in (0, 1], default 0.5) or in tokens (an int); None never reduces. Priority-2
       messages are never reduced.
+    - ``keep_turn=False``: the current turn is dropped like any other message, and
+      ``result_limit=None`` holds results whole: with both, the window is the seed's
+      exactly (a message bigger than the limit on its own leaves it empty).
 
     An orphan result (its call already dropped, or never made) is dropped on arrival,
     even if a pin would select it: a view never holds a result without its call. Every
@@ -89,6 +92,7 @@ class History(ChunkLog):
         keep_tool_pairs: bool = True,
         target: int | None = None,
         result_limit: float | int | None = RESULT_SHARE,
+        keep_turn: bool = True,
     ) -> None:
         limit = non_negative_int("limit", limit)
         if target is not None:
@@ -101,6 +105,7 @@ class History(ChunkLog):
             limit=limit,
             target=target,
             result_limit=result_limit_of(result_limit, limit),
+            keep_turn=flag("keep_turn", keep_turn),
         )
 
     @property
@@ -112,6 +117,11 @@ class History(ChunkLog):
     def target(self) -> int | None:
         """What a compaction cuts to (None: to ``limit``)."""
         return self._target
+
+    @property
+    def keep_turn(self) -> bool:
+        """Whether the current turn is never dropped."""
+        return self._keep_turn
 
     @property
     def keep_tool_pairs(self) -> bool:
