@@ -45,28 +45,23 @@ class Packer:
     system messages, at a user turn (the default of ``pack_anthropic``).
 
     The current turn (``model.current_turn``: the newest user message and the open
-    exchange after it, the calls and every result answering them) is kept before
-    anything else (reason ``"turn"``); when it does not fit on its own it is sent anyway
-    and the result says so (``fits``, ``problems()``). ``result_limit`` caps one tool
-    result: a share of ``budget`` (a float in (0, 1], default 0.5) or tokens (an int);
-    None never reduces. A result over it is sent as a reduced copy (its head and tail,
-    ``model.reduce_results``; ``PackResult.reduced``), made once per message; the input
-    keeps the original. Priority-2 messages are never reduced. ``keep_turn=False`` treats
-    the current turn as any other message (the plain algorithm a seed or an article
-    specifies: ``convomem.compat`` uses it).
+    exchange after it) is kept before anything else (reason ``"turn"``), over budget if
+    need be (``fits``, ``problems()`` say so); ``keep_turn=False`` treats it as any
+    other message (the plain algorithms of ``convomem.compat``). ``result_limit`` caps
+    one tool result (a share of ``budget``, default 0.5, or tokens; None: never): a
+    result over it is sent as a reduced copy (``model.reduce_results``;
+    ``PackResult.reduced``), made once per message; priority 2 is never reduced.
 
-    The Packer caches its previous call and is safe to share: a concurrent call while
-    one is running works on a fresh table instead of the cache. The cache is used when
-    the new list starts with the previous one: the same objects (cheap), or equal
-    ``Message`` objects (a list rebuilt every turn costs one C-level compare per old
-    message, but no token counting). ``pack_openai`` / ``pack_anthropic`` remember the
-    dicts they converted (as private snapshots, see ``packing.provider``), so a list
-    that grows by a dict per turn costs one C-level comparison of the old dicts and the
-    conversion of the new one; ``assume_unchanged=True`` (like git's) trusts that dicts
-    already passed are never edited in place and compares identities only (cheaper; an
-    in-place edit is then not seen). Between calls the Packer holds only the messages
-    its cache describes (and the last few tool messages it reduced, with their copies),
-    so a caller's old lists are freed by the caller.
+    The Packer caches its previous call and is safe to share (a concurrent call works on
+    a fresh table). The cache is used when the new list starts with the previous one:
+    the same objects (cheap), or equal ``Message`` objects (one C-level compare per old
+    message, no token counting). ``pack_openai`` / ``pack_anthropic`` remember the dicts
+    they converted (private snapshots, ``packing.provider``): a list that grows by a
+    dict per turn costs one C-level comparison of the old dicts and the conversion of
+    the new one; ``assume_unchanged=True`` (like git's) compares identities only
+    (cheaper; an in-place edit is then not seen). Between calls the Packer holds only
+    what its cache describes (and the last few results it reduced), so a caller's old
+    lists are freed by the caller.
     """
 
     def __init__(
