@@ -124,11 +124,6 @@ class Packer:
         return self._assume_unchanged
 
     @property
-    def keep_turn(self) -> bool:
-        """Whether the current turn is kept before anything else."""
-        return self._keep_turn
-
-    @property
     def result_limit(self) -> int | None:
         """The most one tool result may take, in tokens (None: no limit)."""
         return self._result_limit
