@@ -104,14 +104,19 @@ const SEQ_FIELDS = new Set(["If-Match", "seq", "state_version"]);
  * The typed error of a non-2xx response (problem document or not). The status decides
  * the family; within 409 the problem's `type` tells a reused message id or
  * `Idempotency-Key` from a session that moved past `If-Match` (whose seq the `ETag`
- * carries) from other conflicts.
+ * carries) from other conflicts. An `Idempotency-Key` reused with another body is a
+ * 422 since the service binds the key to the body's digest: a `MessageIdConflict` too,
+ * as in the Python client.
  */
 export function errorFor(response: WireResponse, nowMs: number = Date.now()): ServiceError {
   const problem = problemOf(response);
   const status = response.status;
   const kind = problemSlug(problem.type);
+  if (kind === "idempotency-conflict" && (status === 409 || status === 422)) {
+    return new MessageIdConflict(status, problem);
+  }
   if (status === 409) {
-    if (kind === "message-conflict" || kind === "idempotency-conflict") {
+    if (kind === "message-conflict") {
       return new MessageIdConflict(status, problem);
     }
     if (kind === "precondition-failed" || SEQ_FIELDS.has(String(problem.field))) {

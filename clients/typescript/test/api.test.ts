@@ -238,8 +238,11 @@ test("context: OpenAI messages or Anthropic's shape, with the accounting of ever
     anthropic.context.messages.map((m) => m["role"]),
     ["user", "assistant"],
   );
+  // A budget too small for the conversation: the pinned system prompt and the current
+  // turn (the newest user message, the newest reply) are sent anyway, and fits says so.
   const small = await c.context(id, { budget: 12 });
-  assert.ok(small.accounting.kept.length < 3);
+  assert.deepEqual(small.accounting.kept, log.map((m) => m.id));
+  assert.equal(small.accounting.fits, false);
   assert.ok(small.accounting.budget <= 12);
   await assert.rejects(
     c.context(id, { budget: 0 }),
