@@ -880,3 +880,16 @@ def test_keep_turn_false_evicts_the_newest_user_message_like_any_other() -> None
         assert mem.stats().fits
     with pytest.raises(ConfigError, match="keep_turn="):
         ConversationMemory(60, keep_turn=1)  # type: ignore[arg-type]
+
+
+def test_why_a_turn_does_not_fit_names_reduced_results_only_when_there_are() -> None:
+    mem = ConversationMemory(60, tokenizer="words", summary=False)
+    mem.add("user", "a long question " * 40, id="q")
+    (why,) = mem.stats().problems
+    assert why.startswith("the current turn") and why.endswith("sent anyway"), why
+    assert "reduced" not in why  # no tool result in this turn
+    call = Message("c", "assistant", content=[ToolUseBlock("t1", "lookup", {"q": 1})])
+    mem.add_message(call)
+    mem.add_message(Message("r", "tool", content=[ToolResultBlock("t1", "row " * 500)]))
+    (why,) = mem.stats().problems
+    assert mem.stats().reduced_results == 1 and "tool results over" in why, why

@@ -354,7 +354,7 @@ class SessionView:
         tokens = max(total, a_total)
         fits = tokens <= self.limit
         reduced = sum(1 for m in out if REDUCED_KEY in m.metadata)
-        why = () if fits else self._why(tokens, turn[0], turn[1])
+        why = () if fits else self._why(tokens, turn[0], turn[1], reduced)
         return View(
             out,
             tokens + REPLY_PRIMING_TOKENS,
@@ -368,14 +368,15 @@ class SessionView:
             why,
         )
 
-    def _why(self, tokens: int, turn: int, pinned: int) -> tuple[str, ...]:
-        """Why a context of ``tokens`` does not fit (``View.problems``)."""
+    def _why(self, tokens: int, turn: int, pinned: int, reduced: int) -> tuple[str, ...]:
+        """Why a context of ``tokens`` does not fit (``View.problems``); ``reduced``: how
+        many messages it sends with their tool results reduced."""
         limit = self.limit
         if pinned > limit:
             why = f"pinned messages alone need {pinned:,} tokens"
         elif pinned + turn > limit:
             cap = self.result_limit
-            hint = "" if cap is None else f" (tool results over {cap:,} tokens reduced)"
+            hint = "" if not reduced else f" (tool results over {cap:,} tokens reduced)"
             why = (
                 "the current turn (the newest user message and its open exchange) needs "
                 f"{turn:,} tokens{hint} beside {pinned:,} pinned"
