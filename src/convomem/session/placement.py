@@ -105,13 +105,10 @@ class Placement:
         return sum(u.tokens for u in self.updates.values())
 
     def shown(self) -> set[str]:
-        """The ids of the snippets the updates show, and their lines (another message
-        of the same text, said the same day, reads the same: it is not shown twice)."""
-        out: set[str] = set()
-        for u in self.updates.values():
-            for s in u.snippets:
-                out.update((s.message_id, snippet_line(s, self.session_id)))
-        return out
+        """The lines of the snippets the updates show: a message is shown once, and so
+        is another of the same text said the same day (it reads the same)."""
+        sid = self.session_id
+        return {snippet_line(s, sid) for u in self.updates.values() for s in u.snippets}
 
     # -- the profile --------------------------------------------------------------------
 
@@ -177,14 +174,14 @@ class Placement:
             self._render(user_id, u)
         for s in snippets:
             line = snippet_line(s, self.session_id)
-            if s.message_id in shown or line in shown:
+            if line in shown:
                 continue
             u.snippets.append(s)
             self._render(user_id, u)
             if u.tokens > cap:
                 u.snippets.pop()
             else:
-                shown.update((s.message_id, line))
+                shown.add(line)
         self._render(user_id, u)
         self.updates[user_id] = u
         return u

@@ -24,7 +24,7 @@ costs a conversation one fallback, not a wait: the summary is the extractive one
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import Any, Final
 
 from .. import _check
 from ..errors import ConfigError
@@ -55,7 +55,9 @@ TIMEOUT: Final = 30.0
 
 def _endpoint(
     option: str, spec: str, base_url: str | None, api_key: str | None, timeout: float
-) -> tuple[str | None, str | None, float]:
+) -> dict[str, Any]:
+    """The client options of an ``openai:`` model (checked): its endpoint, key, timeout,
+    retry policy (Retry-After honoured, within the timeout) and a breaker of its own."""
     url = base_url if base_url is not None else os.environ.get(LLM_BASE_URL_ENV) or None
     if url is not None:
         _check.http_url("base_url" if base_url is not None else LLM_BASE_URL_ENV, url)
@@ -68,7 +70,14 @@ def _endpoint(
             f"$OPENAI_API_KEY), or the base URL (base_url=, ${LLM_BASE_URL_ENV}) of a "
             "server that needs none"
         )
-    return url, key, _check.number("timeout", timeout, minimum=0.0, low_open=True)
+    seconds = _check.number("timeout", timeout, minimum=0.0, low_open=True)
+    return {
+        "base_url": url,
+        "api_key": key,
+        "timeout": seconds,
+        "retry": hinted_policy(max_delay=seconds),
+        "breaker": CircuitBreaker(),
+    }
 
 
 def summarizer_from(
@@ -87,15 +96,7 @@ def summarizer_from(
         return None
     from .llm import LLMSummarizer
 
-    url, key, seconds = _endpoint(option, spec, base_url, api_key, timeout)
-    return LLMSummarizer(
-        model,
-        base_url=url,
-        api_key=key,
-        timeout=seconds,
-        retry=hinted_policy(max_delay=seconds),
-        breaker=CircuitBreaker(),
-    )
+    return LLMSummarizer(model, **_endpoint(option, spec, base_url, api_key, timeout))
 
 
 def extractor_from(
@@ -114,12 +115,4 @@ def extractor_from(
         return OfflineExtractor()
     from .llm_extractor import LLMExtractor
 
-    url, key, seconds = _endpoint(option, spec, base_url, api_key, timeout)
-    return LLMExtractor(
-        model,
-        base_url=url,
-        api_key=key,
-        timeout=seconds,
-        retry=hinted_policy(max_delay=seconds),
-        breaker=CircuitBreaker(),
-    )
+    return LLMExtractor(model, **_endpoint(option, spec, base_url, api_key, timeout))
