@@ -86,6 +86,10 @@ def cost(ctx: Sequence[Message]) -> int:
 
 
 def memory(db: Any, sid: str, user: str, idx: Any, budget: int, **kw: Any) -> ConversationMemory:
+    """A memory over ``idx``; a plain ``RecallIndex`` gets no search deadline (a busy test
+    machine must not time recall out: the guard's deadline has tests of its own here)."""
+    if type(idx) is RecallIndex:
+        idx = GuardedRecall(idx, deadline=None)
     return ConversationMemory(budget, store=db.session(sid, user_id=user), recall=idx, **kw)
 
 
